@@ -1,0 +1,1 @@
+"""Distributions on latent spaces: marginals p(z) and positive-pair conditionals p(z̃ | z)."""
