@@ -1,0 +1,67 @@
+"""Throughput benchmark: seconds per training step at the paper's architecture and batch size.
+
+Times each stage of a step (sampling, mixing + encoder forward, loss, backward + Adam) separately,
+after warm-up steps, and reports the median over ``steps`` timed steps.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from dataclasses import dataclass
+
+import torch
+
+from unmix.experiment import Experiment
+from unmix.settings import Setting
+
+
+@dataclass
+class BenchResult:
+    setting: str
+    batch_size: int
+    device: str
+    threads: int
+    seconds_per_step: float
+    stages: dict[str, float]
+
+    @property
+    def steps_per_second(self) -> float:
+        return 1.0 / self.seconds_per_step
+
+
+def _sync(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize()
+
+
+def bench_steps(setting: Setting, batch_size: int = 6144, steps: int = 5, warmup: int = 2,
+                device: str = "cpu") -> BenchResult:
+    exp = Experiment.build(setting, device)
+    opt = torch.optim.Adam(exp.encoder.parameters(), lr=1e-4)
+    gen = exp.generator(0)
+    dev = exp.device
+    times: dict[str, list[float]] = {"sample": [], "forward": [], "loss": [], "backward": []}
+    for i in range(warmup + steps):
+        _sync(dev)
+        t0 = time.perf_counter()
+        z, z_pos = exp.process.sample_pairs(batch_size, gen)
+        _sync(dev)
+        t1 = time.perf_counter()
+        h, h_pos = exp.encoder(exp.mixing(torch.cat([z, z_pos]))).split(batch_size)
+        _sync(dev)
+        t2 = time.perf_counter()
+        loss = exp.objective(h, h_pos)
+        _sync(dev)
+        t3 = time.perf_counter()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        _sync(dev)
+        t4 = time.perf_counter()
+        if i >= warmup:
+            for key, dt in zip(times, (t1 - t0, t2 - t1, t3 - t2, t4 - t3), strict=True):
+                times[key].append(dt)
+    stages = {k: statistics.median(v) for k, v in times.items()}
+    return BenchResult(setting.name, batch_size, str(dev), torch.get_num_threads(),
+                       sum(stages.values()), stages)

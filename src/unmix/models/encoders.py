@@ -1,0 +1,49 @@
+r"""Encoders f: x → ẑ.
+
+:class:`MLPEncoder` is paper 000's feature encoder (Appx A.3): an MLP
+:math:`n \to 10n \to 50n \to 50n \to 50n \to 50n \to 10n \to n` with LeakyReLU(0.01) after each
+hidden layer (≈ 854k parameters at n = 10), followed by a head (:mod:`unmix.models.heads`) that maps
+into the model's latent space. ``hidden`` gives the hidden widths as multiples of the input
+dimension, so depth and width are configurable.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import torch
+from torch import nn
+
+from unmix.models.heads import make_head
+
+
+class MLPEncoder(nn.Module):
+    """MLP backbone + head. ``forward(x)`` → ẑ of shape ``(..., out_dim)``."""
+
+    def __init__(self, in_dim: int, out_dim: int, hidden: Sequence[int] = (10, 50, 50, 50, 50, 10),
+                 negative_slope: float = 0.01, space: str = "sphere", radius: float = 1.0,
+                 learn_radius: bool = False) -> None:
+        super().__init__()
+        widths = [in_dim, *(h * in_dim for h in hidden), out_dim]
+        layers: list[nn.Module] = []
+        for i, (a, b) in enumerate(zip(widths[:-1], widths[1:], strict=True)):
+            layers.append(nn.Linear(a, b))
+            if i < len(widths) - 2:
+                layers.append(nn.LeakyReLU(negative_slope))
+        self.backbone = nn.Sequential(*layers)
+        self.head = make_head(space, out_dim, radius, learn_radius)
+        self.in_dim, self.out_dim = in_dim, out_dim
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.head(self.backbone(x))
+
+
+class IdentityEncoder(nn.Module):
+    """The paper's *Identity* baseline: ẑ = x (scores the observations g(z) themselves)."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x
+
+
+def n_parameters(model: nn.Module) -> int:
+    return sum(p.numel() for p in model.parameters())

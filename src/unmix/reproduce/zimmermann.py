@@ -1,0 +1,178 @@
+"""Zimmermann et al. 2021 (paper 000): Tables 1–2 and Fig. 2, run and reported beside the paper.
+
+``reproduce("zimmermann-table1", budget="quick", seeds=1)`` trains every row's unsupervised model
+(and, where the paper reports them, the Identity and Supervised baselines), one run directory per
+(row, column, seed) under ``out``, skipping runs that already finished; then writes
+
+* ``table.md`` — the table with our mean ± std over seeds beside the paper's mean ± std, and the M.
+  column computed by :func:`unmix.settings.assumptions_match`;
+* ``results.csv`` — one row per run (preset, column, seeds, r2, r2_in_sample, mcc, timings);
+* ``fig2.png`` (Fig. 2 only) — R² against the marginal's concentration, with the mass to move.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from unmix import presets, runs
+from unmix.budgets import apply_budget
+from unmix.errors import ConfigError
+from unmix.settings import Setting, assumptions_match
+from unmix.sweep import Job, JobOutcome, run_jobs
+
+TARGETS = ("zimmermann-table1", "zimmermann-table2", "zimmermann-fig2")
+COLUMNS = ("identity", "supervised", "unsupervised")
+
+
+@dataclass
+class ReproduceReport:
+    target: str
+    out: Path
+    rows: list[dict]
+    markdown: str
+    wall_time_s: float
+    failures: list[str]
+
+
+def column_setting(preset: presets.Preset, column: str, budget: str, seed: int) -> Setting:
+    """The setting for one column of a row: the unsupervised model, the Identity baseline (score
+    g(z) itself: no encoder, no training) or the Supervised baseline (MSE to z, same model space)."""
+    s = apply_budget(preset.setting, budget).replace(**{"seeds.data": seed, "seeds.train": seed})
+    data = s.to_dict()
+    if column == "identity":
+        data["model"] = {**data["model"], "kind": "identity"}
+        data["train"]["steps"] = 0
+    elif column == "supervised":
+        data["objective"] = {"kind": "supervised"}
+    data["name"] = f"{preset.name}-{column}"
+    return Setting.from_dict(data)
+
+
+def plan(target: str, budget: str, seeds: int, out: Path, baselines: bool = True,
+         device: str = "cpu") -> list[tuple[presets.Preset, str, int, Job]]:
+    if target not in TARGETS:
+        raise ConfigError(f"Unknown target '{target}': choose one of {', '.join(TARGETS)}.")
+    if seeds < 1:
+        raise ConfigError(f"--seeds must be >= 1, got {seeds}.")
+    items = []
+    for preset in presets.in_group(target):
+        cols = ["unsupervised"]
+        if baselines:
+            cols = [c for c in COLUMNS if c in preset.paper and c != "unsupervised"] + cols
+        for column in cols:
+            for seed in range(seeds):
+                s = column_setting(preset, column, budget, seed)
+                run_dir = out / budget / preset.name / f"{column}-seed{seed}"
+                items.append((preset, column, seed, Job(s, run_dir, device)))
+    return items
+
+
+def reproduce(target: str, budget: str = "quick", seeds: int = 1, workers: int = 1,
+              out: str | Path = "results", baselines: bool = True, device: str = "cpu",
+              backend: str = "local",
+              on_done: Callable[[JobOutcome], None] | None = None) -> ReproduceReport:
+    """Run (or reuse) every run of ``target`` and write the report files into ``out/budget``."""
+    out = Path(out)
+    t0 = time.perf_counter()
+    items = plan(target, budget, seeds, out, baselines, device)
+    outcomes = run_jobs([job for *_, job in items], workers=workers, backend=backend,
+                        on_done=on_done)
+    rows, failures = [], []
+    for (preset, column, seed, job), oc in zip(items, outcomes, strict=True):
+        if oc.summary is None:
+            failures.append(f"{preset.name}/{column}/seed{seed}: {oc.error}")
+            continue
+        sm = oc.summary
+        rows.append({"preset": preset.name, "column": column, "seed": seed,
+                     "r2": sm["r2"], "r2_in_sample": sm["r2_in_sample"], "mcc": sm["mcc"],
+                     "steps": sm["steps"], "wall_time_s": sm["wall_time_s"],
+                     "run_dir": str(job.run_dir)})
+    report_dir = out / budget
+    report_dir.mkdir(parents=True, exist_ok=True)
+    runs.write_csv(report_dir / f"{target}.csv", rows)
+    if target == "zimmermann-fig2":
+        md = fig2_report(rows, report_dir)
+    else:
+        md = table_markdown(target, rows, budget, seeds)
+    runs.atomic_write_text(report_dir / f"{target}.md", md)
+    return ReproduceReport(target, report_dir, rows, md, time.perf_counter() - t0, failures)
+
+
+def _fmt(values: list[float]) -> str:
+    if not values:
+        return "–"
+    v = 100 * np.asarray(values)
+    return f"{v.mean():.2f} ± {v.std(ddof=1):.2f}" if len(v) > 1 else f"{v[0]:.2f}"
+
+
+def table_markdown(target: str, rows: list[dict], budget: str, seeds: int) -> str:
+    metric = "r2" if target.endswith("table1") else "mcc"
+    head = ("| row | space | p(z) | p(z̃\\|z) | model | q_h | M. | Identity | Supervised "
+            "| Unsupervised | paper: Identity | paper: Supervised | paper: Unsupervised |")
+    lines = [f"{'R²' if metric == 'r2' else 'MCC'} [%], budget `{budget}`, {seeds} seed(s) "
+             f"(mean ± std over seeds where > 1). Paper values: {presets.PAPER_000}.", "",
+             head, "|" + "---|" * 13]
+    for preset in presets.in_group(target):
+        s = preset.setting
+        ours = {c: [r[metric] for r in rows if r["preset"] == preset.name and r["column"] == c]
+                for c in COLUMNS}
+        paper = {c: (f"{preset.paper[c][0]:.2f} ± {preset.paper[c][1]:.2f}"
+                     if c in preset.paper else "") for c in COLUMNS}
+        match = "✓" if assumptions_match(s, "affine" if metric == "r2" else "permutation") else "✗"
+        row = preset.name.rsplit("row", 1)[-1]
+        lines.append(
+            f"| {row} | {s.latent.space} | {s.latent.marginal.label()} | "
+            f"{s.latent.conditional.label()} | {s.model.space} | {s.objective.label()} | {match} | "
+            f"{_fmt(ours['identity'])} | {_fmt(ours['supervised'])} | {_fmt(ours['unsupervised'])} | "
+            f"{paper['identity']} | {paper['supervised']} | {paper['unsupervised']} |")
+    return "\n".join(lines) + "\n"
+
+
+def fig2_report(rows: list[dict], out: Path) -> str:
+    """Plot R² vs concentration with the mass to move (Fig. 2) and return a Markdown summary."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from unmix.distributions.mass import mass_to_move_box_normal, mass_to_move_vmf
+
+    def r2_of(name: str) -> float:
+        vals = [r["r2"] for r in rows if r["preset"] == name and r["column"] == "unsupervised"]
+        return float(np.mean(vals)) if vals else float("nan")
+
+    sphere = [(k, r2_of(f"zimmermann-fig2-sphere-kappa{k:g}"), float(mass_to_move_vmf(10, k)))
+              for k in presets.FIG2_SPHERE_KAPPAS]
+    box = []
+    for iv in presets.FIG2_BOX_INVVARS:
+        mass = mass_to_move_box_normal(10, iv ** -0.5)
+        box.append((iv, r2_of(f"zimmermann-fig2-box-invvar{iv:g}"), float(np.ravel(mass)[0])))
+    fig, axes = plt.subplots(1, 2, figsize=(10, 3.8))
+    for ax, data, xlabel, cond in ((axes[0], sphere, "κ of the vMF marginal", 1.0),
+                                   (axes[1], box, "1/σ² of the normal marginal",
+                                    presets.FIG2_BOX_CONDITIONAL_SCALE ** -2)):
+        x = [d[0] for d in data]
+        ax.plot(x, [100 * d[1] for d in data], "ko-", label="R² (ours)")
+        ax.set_xscale("log")
+        ax.set_xlabel(xlabel)
+        ax.set_ylabel("R² [%]")
+        ax.set_ylim(0, 102)
+        ax.axvline(cond, color="k", ls=":", label="conditional's concentration")
+        twin = ax.twinx()
+        twin.plot(x, [100 * d[2] for d in data], "s-", color="tab:blue")
+        twin.set_ylabel("mass to move [%]", color="tab:blue")
+        twin.set_ylim(0, 102)
+    axes[0].set_title("sphere S⁹, vMF marginal at the pole")
+    axes[1].set_title("box [0,1]¹⁰, normal marginal at the centre")
+    fig.tight_layout()
+    fig.savefig(out / "zimmermann-fig2.png", dpi=120)
+    plt.close(fig)
+    lines = ["| space | concentration | R² [%] | mass to move [%] |", "|---|---|---|---|"]
+    lines += [f"| sphere | κ = {k:g} | {100 * r:.2f} | {100 * m:.1f} |" for k, r, m in sphere]
+    lines += [f"| box | 1/σ² = {k:g} | {100 * r:.2f} | {100 * m:.1f} |" for k, r, m in box]
+    return "\n".join(lines) + "\n\n![Fig. 2](zimmermann-fig2.png)\n"

@@ -1,0 +1,145 @@
+import json
+
+import pandas as pd
+import pytest
+import torch
+
+from unmix import runs
+from unmix.errors import CheckpointError, TrainingError
+from unmix.experiment import Experiment
+from unmix.settings import Setting
+from unmix.train import train
+
+
+def tiny(**train_over) -> Setting:
+    t = {"steps": 20, "batch_size": 64, "lr": 1e-3, "eval_every": 10, "eval_samples": 256,
+         "checkpoint_every": 10}
+    t.update(train_over)
+    return Setting.from_dict({
+        "name": "tiny",
+        "latent": {"space": "sphere", "dim": 3, "conditional": {"kind": "vmf", "kappa": 5.0}},
+        "model": {"hidden": [4, 4]},
+        "train": t,
+    })
+
+
+def test_run_directory_files_load_with_pandas(tmp_path):
+    result = train(tiny(), tmp_path / "run")
+    d = tmp_path / "run"
+    for name in (runs.CONFIG, runs.MANIFEST, runs.METRICS, runs.SUMMARY, runs.CHECKPOINT):
+        assert (d / name).exists(), name
+    df = pd.read_csv(d / runs.METRICS)
+    assert list(df["step"]) == [10, 20]
+    assert {"loss", "r2", "r2_in_sample", "mcc", "lr", "elapsed_s"} <= set(df.columns)
+    summary = json.loads((d / runs.SUMMARY).read_text())
+    assert summary["status"] == "finished"
+    assert summary["seeds"] == {"data": 0, "train": 0}
+    assert summary["r2"] == pytest.approx(result.summary["r2"])
+    manifest = json.loads((d / runs.MANIFEST).read_text())
+    assert manifest["packages"]["torch"].startswith("2.")
+    assert Setting.from_yaml(d / runs.CONFIG) == tiny()
+
+
+def test_same_seeds_same_numbers():
+    a, b = train(tiny()), train(tiny())
+    assert a.summary["r2"] == b.summary["r2"] and a.summary["loss"] == b.summary["loss"]
+
+
+def test_seeds_are_separate():
+    s = tiny()
+    e0 = Experiment.build(s)
+    e_train = Experiment.build(s.replace(**{"seeds.train": 1}))
+    e_data = Experiment.build(s.replace(**{"seeds.data": 1}))
+    # the training seed changes the initialisation but neither the mixing nor the evaluation data
+    assert torch.equal(e0.eval_data(), e_train.eval_data())
+    assert all(torch.equal(a, b) for a, b in zip(e0.mixing.state_dict().values(),
+                                                  e_train.mixing.state_dict().values()))
+    w0 = next(e0.encoder.parameters())
+    assert not torch.equal(w0, next(e_train.encoder.parameters()))
+    # the data seed changes mixing and evaluation data but not the initialisation
+    assert not torch.equal(e0.eval_data(), e_data.eval_data())
+    assert torch.equal(w0, next(e_data.encoder.parameters()))
+
+
+def test_resume_gives_the_same_result_as_an_uninterrupted_run(tmp_path):
+    full = train(tiny(), tmp_path / "full")
+
+    class Stop(Exception):
+        pass
+
+    def stop_at_20(row):
+        if row["step"] == 20:
+            raise Stop
+
+    with pytest.raises(Stop):
+        train(tiny(), tmp_path / "cut", on_eval=stop_at_20)
+    assert not runs.is_finished(tmp_path / "cut")
+    resumed = train(tiny(), tmp_path / "cut", resume=True)
+    assert resumed.summary["resumed_from_step"] == 10
+    for key in ("loss", "r2", "mcc"):
+        assert resumed.summary[key] == full.summary[key]
+    for a, b in zip(full.experiment.encoder.state_dict().values(),
+                    resumed.experiment.encoder.state_dict().values()):
+        assert torch.equal(a, b)
+    assert len(pd.read_csv(tmp_path / "cut" / runs.METRICS)) == 2
+
+
+def test_existing_run_is_not_overwritten(tmp_path):
+    train(tiny(), tmp_path / "run")
+    with pytest.raises(CheckpointError, match="already holds a run"):
+        train(tiny(), tmp_path / "run")
+
+
+def test_corrupt_checkpoint_gets_a_readable_error(tmp_path):
+    train(tiny(), tmp_path / "run")
+    (tmp_path / "run" / runs.CHECKPOINT).write_bytes(b"not a checkpoint")
+    with pytest.raises(CheckpointError, match="corrupt or unreadable"):
+        train(tiny(), tmp_path / "run", resume=True)
+    assert runs.is_finished(tmp_path / "run")  # results were not lost
+
+
+def test_resume_with_a_different_setting_is_refused(tmp_path):
+    train(tiny(), tmp_path / "run")
+    with pytest.raises(CheckpointError, match="different setting"):
+        train(tiny(lr=5e-4), tmp_path / "run", resume=True)
+
+
+def test_nan_loss_stops_with_a_clear_message_and_keeps_metrics(tmp_path, monkeypatch):
+    original = Experiment.loss
+    calls = {"n": 0}
+
+    def loss(self, generator, batch_size):
+        calls["n"] += 1
+        value = original(self, generator, batch_size)
+        return value * float("nan") if calls["n"] > 12 else value
+
+    monkeypatch.setattr(Experiment, "loss", loss)
+    with pytest.raises(TrainingError, match=r"Loss became nan at step 12.*train\.lr"):
+        train(tiny(), tmp_path / "run")
+    assert len(pd.read_csv(tmp_path / "run" / runs.METRICS)) == 1
+
+
+@pytest.mark.parametrize("space,cond,model,objective", [
+    ("sphere", {"kind": "normal", "scale": 0.1}, "sphere", {"kind": "infonce"}),
+    ("box", {"kind": "laplace", "scale": 0.1}, "box", {"kind": "lp_infonce", "p": 1.0}),
+    ("box", {"kind": "gennorm", "scale": 0.1, "beta": 3.0}, "box_sigmoid",
+     {"kind": "lp_infonce", "p": 3.0}),
+    ("box", {"kind": "normal", "scale": 0.1}, "unbounded", {"kind": "supervised"}),
+    ("sphere", {"kind": "vmf", "kappa": 10.0}, "sphere",
+     {"kind": "infonce", "negatives": "external", "n_negatives": 8}),
+    ("sphere", {"kind": "vmf", "kappa": 10.0}, "sphere", {"kind": "align_uniform"}),
+])
+def test_every_objective_trains_through_the_same_loop(space, cond, model, objective):
+    s = Setting.from_dict({
+        "latent": {"space": space, "dim": 3, "conditional": cond},
+        "model": {"space": model, "hidden": [4]}, "objective": objective,
+        "train": {"steps": 5, "batch_size": 32, "eval_every": 5, "eval_samples": 128},
+    })
+    summary = train(s).summary
+    assert all(torch.isfinite(torch.tensor(summary[k])) for k in ("loss", "r2", "mcc"))
+
+
+def test_identity_model_needs_no_training():
+    s = tiny().replace(**{"model.kind": "identity"})
+    summary = train(s).summary
+    assert 0.0 < summary["r2"] < 1.0
