@@ -9,7 +9,7 @@ runner = CliRunner()
 
 
 def test_settings_lists_presets():
-    result = runner.invoke(app, ["settings"])
+    result = runner.invoke(app, ["settings"], env={"COLUMNS": "200"})
     assert result.exit_code == 0
     assert "zimmermann-table1-row12" in result.output and "zimmermann-table2-row10" in result.output
 
@@ -22,7 +22,9 @@ def test_settings_show_prints_loadable_yaml():
 
 def test_sample_writes_arrays_and_setting(tmp_path):
     out = tmp_path / "d.npz"
-    result = runner.invoke(app, ["sample", "zimmermann-table1-row1", "--n", "50", "--out", str(out)])
+    result = runner.invoke(
+        app, ["sample", "zimmermann-table1-row1", "--n", "50", "--out", str(out)]
+    )
     assert result.exit_code == 0, result.output
     data = np.load(out)
     for key in ("z", "z_pos", "x", "x_pos"):

@@ -25,12 +25,23 @@ def test_round_trip_yaml(tmp_path):
         ({"conditional": {"kind": "vmf", "kappa": 0.0}}, "latent.conditional", "kappa"),
         ({"conditional": {"kind": "normal", "scale": -1}}, "latent.conditional", "scale"),
         ({"dim": 1}, "latent", "dim >= 2"),
-        ({"space": "box", "low": 1.0, "high": 0.0,
-          "conditional": {"kind": "normal", "scale": 0.1}}, "latent", "low < high"),
+        (
+            {
+                "space": "box",
+                "low": 1.0,
+                "high": 0.0,
+                "conditional": {"kind": "normal", "scale": 0.1},
+            },
+            "latent",
+            "low < high",
+        ),
         ({"space": "box"}, "latent", "vMF conditional lives on the sphere"),
         ({"conditional": {"kind": "gauss", "scale": 1}}, "latent.conditional.kind", "gauss"),
-        ({"space": "euclidean", "conditional": {"kind": "normal", "scale": 1}}, "latent",
-         "no uniform distribution on R^N"),
+        (
+            {"space": "euclidean", "conditional": {"kind": "normal", "scale": 1}},
+            "latent",
+            "no uniform distribution on R^N",
+        ),
         ({"conditional": {"kind": "normal"}}, "latent.conditional", "needs 'scale'"),
     ],
 )
@@ -80,7 +91,8 @@ def test_presets_cover_both_tables():
 def test_m_column_matches_the_paper():
     """The rule in assumptions_match reproduces the paper's ✓/✗ column for every row."""
     t1 = [assumptions_match(p.setting, "affine") for p in presets.in_group("zimmermann-table1")]
-    t2 = [assumptions_match(p.setting, "permutation")
-          for p in presets.in_group("zimmermann-table2")]
+    t2 = [
+        assumptions_match(p.setting, "permutation") for p in presets.in_group("zimmermann-table2")
+    ]
     assert t1 == [True] + [False] * 11
     assert t2 == [True, True] + [False] * 8

@@ -17,7 +17,7 @@ ARGS = [1e-250, 1e-30, 1e-3, 1.0, 10.0, 100.0, 1e4, 1e6, 1e9, 1e10]
 def test_log_bessel_matches_mpmath_over_all_regimes(v):
     x = torch.tensor(ARGS, dtype=torch.float64)
     ours = log_bessel_iv(v, x)
-    for xi, oi in zip(ARGS, ours.tolist()):
+    for xi, oi in zip(ARGS, ours.tolist(), strict=False):
         ref = float(mp.log(mp.besseli(v, xi)))
         assert abs(oi - ref) <= 1e-9 * max(1.0, abs(ref)), (v, xi, oi, ref)
 
@@ -34,10 +34,13 @@ def test_vmf_normaliser_closed_forms():
     k = torch.tensor([1e-3, 1.0, 10.0, 300.0], dtype=torch.float64)
     # d = 3: C = κ / (4π sinh κ);   log sinh κ = κ + log(1 − e^{−2κ}) − log 2
     log_sinh = k + torch.log1p(-torch.exp(-2 * k)) - math.log(2)
-    torch.testing.assert_close(vmf_log_normalizer(3, k), torch.log(k) - math.log(4 * math.pi) - log_sinh)
+    torch.testing.assert_close(
+        vmf_log_normalizer(3, k), torch.log(k) - math.log(4 * math.pi) - log_sinh
+    )
     # κ → 0: the uniform density 1/|S^{d-1}|
     assert float(vmf_log_normalizer(10, torch.tensor(0.0, dtype=torch.float64))) == pytest.approx(
-        -log_sphere_area(10))
+        -log_sphere_area(10)
+    )
 
 
 def test_sphere_area():

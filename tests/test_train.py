@@ -12,15 +12,23 @@ from unmix.train import train
 
 
 def tiny(**train_over) -> Setting:
-    t = {"steps": 20, "batch_size": 64, "lr": 1e-3, "eval_every": 10, "eval_samples": 256,
-         "checkpoint_every": 10}
+    t = {
+        "steps": 20,
+        "batch_size": 64,
+        "lr": 1e-3,
+        "eval_every": 10,
+        "eval_samples": 256,
+        "checkpoint_every": 10,
+    }
     t.update(train_over)
-    return Setting.from_dict({
-        "name": "tiny",
-        "latent": {"space": "sphere", "dim": 3, "conditional": {"kind": "vmf", "kappa": 5.0}},
-        "model": {"hidden": [4, 4]},
-        "train": t,
-    })
+    return Setting.from_dict(
+        {
+            "name": "tiny",
+            "latent": {"space": "sphere", "dim": 3, "conditional": {"kind": "vmf", "kappa": 5.0}},
+            "model": {"hidden": [4, 4]},
+            "train": t,
+        }
+    )
 
 
 def test_run_directory_files_load_with_pandas(tmp_path):
@@ -52,8 +60,10 @@ def test_seeds_are_separate():
     e_data = Experiment.build(s.replace(**{"seeds.data": 1}))
     # the training seed changes the initialisation but neither the mixing nor the evaluation data
     assert torch.equal(e0.eval_data(), e_train.eval_data())
-    assert all(torch.equal(a, b) for a, b in zip(e0.mixing.state_dict().values(),
-                                                  e_train.mixing.state_dict().values()))
+    assert all(
+        torch.equal(a, b)
+        for a, b in zip(e0.mixing.state_dict().values(), e_train.mixing.state_dict().values(), strict=False)
+    )
     w0 = next(e0.encoder.parameters())
     assert not torch.equal(w0, next(e_train.encoder.parameters()))
     # the data seed changes mixing and evaluation data but not the initialisation
@@ -78,8 +88,10 @@ def test_resume_gives_the_same_result_as_an_uninterrupted_run(tmp_path):
     assert resumed.summary["resumed_from_step"] == 10
     for key in ("loss", "r2", "mcc"):
         assert resumed.summary[key] == full.summary[key]
-    for a, b in zip(full.experiment.encoder.state_dict().values(),
-                    resumed.experiment.encoder.state_dict().values()):
+    for a, b in zip(
+        full.experiment.encoder.state_dict().values(),
+        resumed.experiment.encoder.state_dict().values(), strict=False,
+    ):
         assert torch.equal(a, b)
     assert len(pd.read_csv(tmp_path / "cut" / runs.METRICS)) == 2
 
@@ -119,22 +131,36 @@ def test_nan_loss_stops_with_a_clear_message_and_keeps_metrics(tmp_path, monkeyp
     assert len(pd.read_csv(tmp_path / "run" / runs.METRICS)) == 1
 
 
-@pytest.mark.parametrize("space,cond,model,objective", [
-    ("sphere", {"kind": "normal", "scale": 0.1}, "sphere", {"kind": "infonce"}),
-    ("box", {"kind": "laplace", "scale": 0.1}, "box", {"kind": "lp_infonce", "p": 1.0}),
-    ("box", {"kind": "gennorm", "scale": 0.1, "beta": 3.0}, "box_sigmoid",
-     {"kind": "lp_infonce", "p": 3.0}),
-    ("box", {"kind": "normal", "scale": 0.1}, "unbounded", {"kind": "supervised"}),
-    ("sphere", {"kind": "vmf", "kappa": 10.0}, "sphere",
-     {"kind": "infonce", "negatives": "external", "n_negatives": 8}),
-    ("sphere", {"kind": "vmf", "kappa": 10.0}, "sphere", {"kind": "align_uniform"}),
-])
+@pytest.mark.parametrize(
+    "space,cond,model,objective",
+    [
+        ("sphere", {"kind": "normal", "scale": 0.1}, "sphere", {"kind": "infonce"}),
+        ("box", {"kind": "laplace", "scale": 0.1}, "box", {"kind": "lp_infonce", "p": 1.0}),
+        (
+            "box",
+            {"kind": "gennorm", "scale": 0.1, "beta": 3.0},
+            "box_sigmoid",
+            {"kind": "lp_infonce", "p": 3.0},
+        ),
+        ("box", {"kind": "normal", "scale": 0.1}, "unbounded", {"kind": "supervised"}),
+        (
+            "sphere",
+            {"kind": "vmf", "kappa": 10.0},
+            "sphere",
+            {"kind": "infonce", "negatives": "external", "n_negatives": 8},
+        ),
+        ("sphere", {"kind": "vmf", "kappa": 10.0}, "sphere", {"kind": "align_uniform"}),
+    ],
+)
 def test_every_objective_trains_through_the_same_loop(space, cond, model, objective):
-    s = Setting.from_dict({
-        "latent": {"space": space, "dim": 3, "conditional": cond},
-        "model": {"space": model, "hidden": [4]}, "objective": objective,
-        "train": {"steps": 5, "batch_size": 32, "eval_every": 5, "eval_samples": 128},
-    })
+    s = Setting.from_dict(
+        {
+            "latent": {"space": space, "dim": 3, "conditional": cond},
+            "model": {"space": model, "hidden": [4]},
+            "objective": objective,
+            "train": {"steps": 5, "batch_size": 32, "eval_every": 5, "eval_samples": 128},
+        }
+    )
     summary = train(s).summary
     assert all(torch.isfinite(torch.tensor(summary[k])) for k in ("loss", "r2", "mcc"))
 

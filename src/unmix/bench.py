@@ -35,8 +35,9 @@ def _sync(device: torch.device) -> None:
         torch.cuda.synchronize()
 
 
-def bench_steps(setting: Setting, batch_size: int = 6144, steps: int = 5, warmup: int = 2,
-                device: str = "cpu") -> BenchResult:
+def bench_steps(
+    setting: Setting, batch_size: int = 6144, steps: int = 5, warmup: int = 2, device: str = "cpu"
+) -> BenchResult:
     exp = Experiment.build(setting, device)
     opt = torch.optim.Adam(exp.encoder.parameters(), lr=1e-4)
     gen = exp.generator(0)
@@ -63,5 +64,6 @@ def bench_steps(setting: Setting, batch_size: int = 6144, steps: int = 5, warmup
             for key, dt in zip(times, (t1 - t0, t2 - t1, t3 - t2, t4 - t3), strict=True):
                 times[key].append(dt)
     stages = {k: statistics.median(v) for k, v in times.items()}
-    return BenchResult(setting.name, batch_size, str(dev), torch.get_num_threads(),
-                       sum(stages.values()), stages)
+    return BenchResult(
+        setting.name, batch_size, str(dev), torch.get_num_threads(), sum(stages.values()), stages
+    )

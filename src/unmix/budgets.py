@@ -14,14 +14,37 @@ from unmix.errors import ConfigError
 from unmix.settings import Setting
 
 BUDGETS: dict[str, dict[str, Any]] = {
-    "smoke": {"steps": 30, "batch_size": 256, "lr": 1e-3, "lr_schedule": "constant",
-              "warmup_steps": 0, "eval_every": 30, "eval_samples": 512, "checkpoint_every": 30},
-    "quick": {"steps": 3000, "batch_size": 2048, "lr": 1e-3, "lr_schedule": "cosine",
-              "warmup_steps": 100, "final_lr_factor": 0.01, "eval_every": 500,
-              "eval_samples": 4096, "checkpoint_every": 500},
-    "paper": {"steps": 300_000, "batch_size": 6144, "lr": 1e-4, "lr_schedule": "constant",
-              "warmup_steps": 0, "eval_every": 5000, "eval_samples": 4096,
-              "checkpoint_every": 5000},
+    "smoke": {
+        "steps": 30,
+        "batch_size": 256,
+        "lr": 1e-3,
+        "lr_schedule": "constant",
+        "warmup_steps": 0,
+        "eval_every": 30,
+        "eval_samples": 512,
+        "checkpoint_every": 30,
+    },
+    "quick": {
+        "steps": 3000,
+        "batch_size": 2048,
+        "lr": 1e-3,
+        "lr_schedule": "cosine",
+        "warmup_steps": 100,
+        "final_lr_factor": 0.01,
+        "eval_every": 500,
+        "eval_samples": 4096,
+        "checkpoint_every": 500,
+    },
+    "paper": {
+        "steps": 300_000,
+        "batch_size": 6144,
+        "lr": 1e-4,
+        "lr_schedule": "constant",
+        "warmup_steps": 0,
+        "eval_every": 5000,
+        "eval_samples": 4096,
+        "checkpoint_every": 5000,
+    },
 }
 
 

@@ -23,9 +23,14 @@ def build_mixing(spec: MixingSpec, dim: int, seed: int) -> nn.Module:
 
     if spec.kind == "identity":
         return nn.Identity()
-    return InvertibleMLP(dim, n_layers=spec.n_layers, negative_slope=spec.negative_slope,
-                         cond_pool_size=spec.cond_pool_size, cond_quantile=spec.cond_quantile,
-                         seed=seed)
+    return InvertibleMLP(
+        dim,
+        n_layers=spec.n_layers,
+        negative_slope=spec.negative_slope,
+        cond_pool_size=spec.cond_pool_size,
+        cond_quantile=spec.cond_quantile,
+        seed=seed,
+    )
 
 
 def build_encoder(spec: ModelSpec, in_dim: int, out_dim: int, seed: int) -> nn.Module:
@@ -35,17 +40,26 @@ def build_encoder(spec: ModelSpec, in_dim: int, out_dim: int, seed: int) -> nn.M
         return IdentityEncoder()
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
-        return MLPEncoder(in_dim, out_dim, spec.hidden, spec.negative_slope, spec.space,
-                          spec.radius, spec.learn_radius)
+        return MLPEncoder(
+            in_dim,
+            out_dim,
+            spec.hidden,
+            spec.negative_slope,
+            spec.space,
+            spec.radius,
+            spec.learn_radius,
+        )
 
 
 def build_objective(spec: ObjectiveSpec) -> nn.Module:
     from unmix import objectives as ob
 
     if spec.kind == "infonce":
-        return ob.InfoNCE(tau=spec.tau, symmetric=spec.symmetric)
+        return ob.InfoNCE(tau=spec.tau, negatives=spec.negatives, symmetric=spec.symmetric)
     if spec.kind == "lp_infonce":
-        return ob.LpInfoNCE(p=spec.p, q=spec.q, tau=spec.tau, symmetric=spec.symmetric)
+        return ob.LpInfoNCE(
+            p=spec.p, q=spec.q, tau=spec.tau, negatives=spec.negatives, symmetric=spec.symmetric
+        )
     if spec.kind == "supervised":
         return ob.Supervised()
     return ob.AlignUniform(align_weight=spec.align_weight, uniform_weight=spec.uniform_weight)

@@ -127,5 +127,6 @@ def build_latent_process(spec: LatentSpec, dtype=torch.float32, device=None) -> 
     """The :class:`LatentProcess` a :class:`LatentSpec` describes."""
     space = make_space(spec)
     scale = spec.radius if isinstance(space, Sphere) else 1.0
-    return LatentProcess(space, make_marginal(spec, space, dtype, device),
-                         make_conditional(spec, space), scale)
+    return LatentProcess(
+        space, make_marginal(spec, space, dtype, device), make_conditional(spec, space), scale
+    )

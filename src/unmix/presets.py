@@ -33,15 +33,29 @@ class Preset:
     group: str = ""
 
 
-def _setting(name: str, space: str, marginal: dict, conditional: dict, model_space: str,
-             objective: dict, **latent_extra) -> Setting:
-    return Setting.from_dict({
-        "name": name,
-        "latent": {"space": space, "dim": 10, "marginal": marginal, "conditional": conditional,
-                   **latent_extra},
-        "model": {"space": model_space},
-        "objective": objective,
-    })
+def _setting(
+    name: str,
+    space: str,
+    marginal: dict,
+    conditional: dict,
+    model_space: str,
+    objective: dict,
+    **latent_extra,
+) -> Setting:
+    return Setting.from_dict(
+        {
+            "name": name,
+            "latent": {
+                "space": space,
+                "dim": 10,
+                "marginal": marginal,
+                "conditional": conditional,
+                **latent_extra,
+            },
+            "model": {"space": model_space},
+            "objective": objective,
+        }
+    )
 
 
 U = {"kind": "uniform"}
@@ -69,35 +83,73 @@ def _gennorm(s: float, b: float) -> dict:
 
 # (space, marginal, conditional, model space, objective, paper columns) per row of Table 1 (R², %)
 _TABLE1 = [
-    ("sphere", U, _vmf(1), "sphere", VMF1,
-     {"identity": (66.98, 2.79), "supervised": (99.71, 0.05), "unsupervised": (99.42, 0.05)}),
+    (
+        "sphere",
+        U,
+        _vmf(1),
+        "sphere",
+        VMF1,
+        {"identity": (66.98, 2.79), "supervised": (99.71, 0.05), "unsupervised": (99.42, 0.05)},
+    ),
     ("sphere", U, _vmf(10), "sphere", VMF1, {"unsupervised": (99.86, 0.01)}),
     ("sphere", U, _laplace(0.05), "sphere", VMF1, {"unsupervised": (99.91, 0.01)}),
     ("sphere", U, _normal(0.05), "sphere", VMF1, {"unsupervised": (99.86, 0.00)}),
-    ("box", U, _normal(0.05), "unbounded", NORMAL,
-     {"identity": (67.93, 7.40), "supervised": (99.78, 0.06), "unsupervised": (99.60, 0.02)}),
+    (
+        "box",
+        U,
+        _normal(0.05),
+        "unbounded",
+        NORMAL,
+        {"identity": (67.93, 7.40), "supervised": (99.78, 0.06), "unsupervised": (99.60, 0.02)},
+    ),
     ("box", U, _laplace(0.05), "unbounded", NORMAL, {"unsupervised": (99.64, 0.02)}),
     ("box", U, _laplace(0.05), "unbounded", GENNORM3, {"unsupervised": (99.70, 0.02)}),
     ("box", U, _normal(0.05), "unbounded", GENNORM3, {"unsupervised": (99.69, 0.02)}),
-    ("sphere", _normal(1), _laplace(0.05), "sphere", VMF1,
-     {"identity": (63.37, 2.41), "supervised": (99.70, 0.07), "unsupervised": (99.02, 0.01)}),
+    (
+        "sphere",
+        _normal(1),
+        _laplace(0.05),
+        "sphere",
+        VMF1,
+        {"identity": (63.37, 2.41), "supervised": (99.70, 0.07), "unsupervised": (99.02, 0.01)},
+    ),
     ("sphere", _normal(1), _normal(0.05), "sphere", VMF1, {"unsupervised": (99.02, 0.02)}),
-    ("euclidean", _laplace(1), _normal(1), "unbounded", NORMAL,
-     {"identity": (62.49, 1.65), "supervised": (99.65, 0.04), "unsupervised": (98.13, 0.14)}),
-    ("euclidean", _normal(1), _normal(1), "unbounded", NORMAL,
-     {"identity": (63.57, 2.30), "supervised": (99.61, 0.17), "unsupervised": (98.76, 0.03)}),
+    (
+        "euclidean",
+        _laplace(1),
+        _normal(1),
+        "unbounded",
+        NORMAL,
+        {"identity": (62.49, 1.65), "supervised": (99.65, 0.04), "unsupervised": (98.13, 0.14)},
+    ),
+    (
+        "euclidean",
+        _normal(1),
+        _normal(1),
+        "unbounded",
+        NORMAL,
+        {"identity": (63.57, 2.30), "supervised": (99.61, 0.17), "unsupervised": (98.76, 0.03)},
+    ),
 ]
 
 # Table 2 (MCC, %): all on the box [0,1]^10 with a uniform marginal
 _TABLE2 = [
-    (_laplace(0.05), "box", LAPLACE,
-     {"identity": (46.55, 1.34), "supervised": (99.93, 0.03), "unsupervised": (98.62, 0.05)}),
+    (
+        _laplace(0.05),
+        "box",
+        LAPLACE,
+        {"identity": (46.55, 1.34), "supervised": (99.93, 0.03), "unsupervised": (98.62, 0.05)},
+    ),
     (_gennorm(0.05, 3), "box", GENNORM3, {"unsupervised": (99.90, 0.06)}),
     (_normal(0.05), "box", NORMAL, {"unsupervised": (99.77, 0.01)}),
     (_laplace(0.05), "box", NORMAL, {"unsupervised": (99.76, 0.02)}),
     (_gennorm(0.05, 3), "box", LAPLACE, {"unsupervised": (98.80, 0.02)}),
-    (_laplace(0.05), "unbounded", LAPLACE,
-     {"supervised": (99.97, 0.03), "unsupervised": (98.57, 0.02)}),
+    (
+        _laplace(0.05),
+        "unbounded",
+        LAPLACE,
+        {"supervised": (99.97, 0.03), "unsupervised": (98.57, 0.02)},
+    ),
     (_gennorm(0.05, 3), "unbounded", GENNORM3, {"unsupervised": (99.85, 0.01)}),
     (_normal(0.05), "unbounded", NORMAL, {"unsupervised": (58.26, 3.00)}),
     (_laplace(0.05), "unbounded", NORMAL, {"unsupervised": (59.67, 2.33)}),
@@ -115,24 +167,47 @@ def _build() -> dict[str, Preset]:
     out: dict[str, Preset] = {}
     for i, (space, marg, cond, mspace, obj, paper) in enumerate(_TABLE1, start=1):
         name = f"zimmermann-table1-row{i}"
-        out[name] = Preset(name, _setting(name, space, marg, cond, mspace, obj),
-                           f"{PAPER_000}, Table 1, row {i}", "r2", paper, "zimmermann-table1")
+        out[name] = Preset(
+            name,
+            _setting(name, space, marg, cond, mspace, obj),
+            f"{PAPER_000}, Table 1, row {i}",
+            "r2",
+            paper,
+            "zimmermann-table1",
+        )
     for i, (cond, mspace, obj, paper) in enumerate(_TABLE2, start=1):
         name = f"zimmermann-table2-row{i}"
-        out[name] = Preset(name, _setting(name, "box", U, cond, mspace, obj),
-                           f"{PAPER_000}, Table 2, row {i}", "mcc", paper, "zimmermann-table2")
+        out[name] = Preset(
+            name,
+            _setting(name, "box", U, cond, mspace, obj),
+            f"{PAPER_000}, Table 2, row {i}",
+            "mcc",
+            paper,
+            "zimmermann-table2",
+        )
     for kappa in FIG2_SPHERE_KAPPAS:
         name = f"zimmermann-fig2-sphere-kappa{kappa:g}"
-        out[name] = Preset(name, _setting(name, "sphere", _vmf(kappa), _vmf(1), "sphere", VMF1),
-                           f"{PAPER_000}, Fig. 2 (left), marginal vMF κ={kappa:g}", "r2", {},
-                           "zimmermann-fig2")
+        out[name] = Preset(
+            name,
+            _setting(name, "sphere", _vmf(kappa), _vmf(1), "sphere", VMF1),
+            f"{PAPER_000}, Fig. 2 (left), marginal vMF κ={kappa:g}",
+            "r2",
+            {},
+            "zimmermann-fig2",
+        )
     for iv in FIG2_BOX_INVVARS:
         name = f"zimmermann-fig2-box-invvar{iv:g}"
-        sigma = iv ** -0.5
-        out[name] = Preset(name, _setting(name, "box", _normal(sigma),
-                                          _normal(FIG2_BOX_CONDITIONAL_SCALE), "box", NORMAL),
-                           f"{PAPER_000}, Fig. 2 (right), marginal Normal σ={sigma:.4g} at the centre",
-                           "r2", {}, "zimmermann-fig2")
+        sigma = iv**-0.5
+        out[name] = Preset(
+            name,
+            _setting(
+                name, "box", _normal(sigma), _normal(FIG2_BOX_CONDITIONAL_SCALE), "box", NORMAL
+            ),
+            f"{PAPER_000}, Fig. 2 (right), marginal Normal σ={sigma:.4g} at the centre",
+            "r2",
+            {},
+            "zimmermann-fig2",
+        )
     return out
 
 
@@ -147,7 +222,9 @@ def get(name: str) -> Preset:
     except KeyError:
         close = closest(name)
         hint = f" Did you mean '{close}'?" if close else ""
-        raise ConfigError(f"Unknown preset '{name}'.{hint} Run `unmix settings` to list them.") from None
+        raise ConfigError(
+            f"Unknown preset '{name}'.{hint} Run `unmix settings` to list them."
+        ) from None
 
 
 def closest(name: str) -> str | None:

@@ -32,7 +32,12 @@ import torch
 from unmix.errors import CheckpointError
 
 CONFIG, MANIFEST, METRICS, SUMMARY, CHECKPOINT = (
-    "config.yaml", "manifest.json", "metrics.csv", "summary.json", "checkpoint.pt")
+    "config.yaml",
+    "manifest.json",
+    "metrics.csv",
+    "summary.json",
+    "checkpoint.pt",
+)
 
 
 def atomic_write_bytes(path: Path, data: bytes) -> None:
@@ -52,7 +57,9 @@ def atomic_write_text(path: Path, text: str) -> None:
 
 
 def write_json(path: Path, obj: Any) -> None:
-    atomic_write_text(path, json.dumps(obj, indent=2, sort_keys=False, default=_json_default) + "\n")
+    atomic_write_text(
+        path, json.dumps(obj, indent=2, sort_keys=False, default=_json_default) + "\n"
+    )
 
 
 def _json_default(o: Any) -> Any:
@@ -92,8 +99,10 @@ def save_checkpoint(path: Path, state: dict[str, Any]) -> None:
 
 def load_checkpoint(path: Path) -> dict[str, Any]:
     if not Path(path).exists():
-        raise CheckpointError(f"No checkpoint at {path}: start without --resume, or point --out at "
-                              "the run directory that holds checkpoint.pt.")
+        raise CheckpointError(
+            f"No checkpoint at {path}: start without --resume, or point --out at "
+            "the run directory that holds checkpoint.pt."
+        )
     try:
         return torch.load(path, map_location="cpu", weights_only=False)
     except Exception as err:  # torch raises many types for a damaged file
@@ -107,12 +116,18 @@ def git_commit() -> str | None:
     """The commit of the unmix source tree, with '+dirty' if it has uncommitted changes."""
     here = Path(__file__).resolve().parent
     try:
-        sha = subprocess.run(["git", "rev-parse", "HEAD"], cwd=here, capture_output=True, text=True,
-                             timeout=5)
+        sha = subprocess.run(
+            ["git", "rev-parse", "HEAD"], cwd=here, capture_output=True, text=True, timeout=5
+        )
         if sha.returncode != 0:
             return None
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=here,
-                               capture_output=True, text=True, timeout=5).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no"],
+            cwd=here,
+            capture_output=True,
+            text=True,
+            timeout=5,
+        ).stdout.strip()
         return sha.stdout.strip() + ("+dirty" if dirty else "")
     except (OSError, subprocess.SubprocessError):
         return None

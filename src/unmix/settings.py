@@ -49,8 +49,13 @@ class DistributionSpec(_Strict):
 
     @model_validator(mode="after")
     def _check(self) -> DistributionSpec:
-        need = {"vmf": ("kappa",), "normal": ("scale",), "laplace": ("scale",),
-                "gennorm": ("scale", "beta"), "uniform": ()}[self.kind]
+        need = {
+            "vmf": ("kappa",),
+            "normal": ("scale",),
+            "laplace": ("scale",),
+            "gennorm": ("scale", "beta"),
+            "uniform": (),
+        }[self.kind]
         for name in ("kappa", "scale", "beta"):
             value = getattr(self, name)
             if name in need:
@@ -59,7 +64,9 @@ class DistributionSpec(_Strict):
                 if not value > 0:
                     raise ValueError(f"'{name}' must be > 0 for '{self.kind}', got {value}")
             elif value is not None:
-                raise ValueError(f"'{self.kind}' takes no '{name}' (it takes: {list(need) or 'none'})")
+                raise ValueError(
+                    f"'{self.kind}' takes no '{name}' (it takes: {list(need) or 'none'})"
+                )
         return self
 
     def label(self) -> str:
@@ -93,19 +100,27 @@ class LatentSpec(_Strict):
         if self.space == "box" and not self.low < self.high:
             raise ValueError(f"box needs low < high, got low={self.low}, high={self.high}")
         if self.conditional.kind == "uniform":
-            raise ValueError("conditional cannot be 'uniform' (positive pairs must depend on z): "
-                             "use vmf, normal, laplace or gennorm")
+            raise ValueError(
+                "conditional cannot be 'uniform' (positive pairs must depend on z): "
+                "use vmf, normal, laplace or gennorm"
+            )
         if self.conditional.kind == "vmf" and self.space != "sphere":
-            raise ValueError(f"a vMF conditional lives on the sphere, not on a {self.space}: "
-                             "use normal, laplace or gennorm, or set space: sphere")
+            raise ValueError(
+                f"a vMF conditional lives on the sphere, not on a {self.space}: "
+                "use normal, laplace or gennorm, or set space: sphere"
+            )
         if self.marginal.kind == "vmf" and self.space != "sphere":
             raise ValueError(f"a vMF marginal lives on the sphere, not on a {self.space}")
         if self.marginal.kind == "uniform" and self.space == "euclidean":
-            raise ValueError("there is no uniform distribution on R^N: give the euclidean space a "
-                             "normal, laplace or gennorm marginal")
+            raise ValueError(
+                "there is no uniform distribution on R^N: give the euclidean space a "
+                "normal, laplace or gennorm marginal"
+            )
         if self.space == "sphere" and self.marginal.kind in ("laplace", "gennorm"):
-            raise ValueError(f"marginal '{self.marginal.kind}' on the sphere is not supported: "
-                             "use uniform, vmf or normal")
+            raise ValueError(
+                f"marginal '{self.marginal.kind}' on the sphere is not supported: "
+                "use uniform, vmf or normal"
+            )
         return self
 
 
@@ -205,8 +220,10 @@ class Setting(_Strict):
     @model_validator(mode="after")
     def _check(self) -> Setting:
         if self.objective.kind in ("infonce", "align_uniform") and self.model.space != "sphere":
-            raise ValueError(f"objective '{self.objective.kind}' needs model.space: sphere "
-                             f"(got {self.model.space}); use lp_infonce for box/unbounded models")
+            raise ValueError(
+                f"objective '{self.objective.kind}' needs model.space: sphere "
+                f"(got {self.model.space}); use lp_infonce for box/unbounded models"
+            )
         return self
 
     # --- serialisation -------------------------------------------------------------------------
@@ -246,7 +263,7 @@ class Setting(_Strict):
                 if key not in node or not isinstance(node[key], dict):
                     raise ConfigError(f"Unknown setting field '{dotted}'.")
                 node = node[key]
-            if leaf not in node and not (leaf in ("kappa", "scale", "beta", "p", "q")):
+            if leaf not in node and leaf not in ("kappa", "scale", "beta", "p", "q"):
                 raise ConfigError(f"Unknown setting field '{dotted}'.")
             node[leaf] = value
         return Setting.from_dict(data)
@@ -306,7 +323,9 @@ def assumptions_match(setting: Setting, target: Literal["affine", "permutation"]
         return False
     cond = lat.conditional
     if lat.space == "sphere":
-        match = cond.kind == "vmf" and obj.kind == "infonce" and abs(cond.kappa - 1 / obj.tau) < 1e-9
+        match = (
+            cond.kind == "vmf" and obj.kind == "infonce" and abs(cond.kappa - 1 / obj.tau) < 1e-9
+        )
     else:
         if obj.kind != "lp_infonce" or (obj.q is not None and obj.q != obj.p):
             return False

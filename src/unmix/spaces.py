@@ -71,7 +71,9 @@ class Sphere(Space):
         if self.dim < 2:
             raise ConfigError(f"A sphere needs dim >= 2 (ambient dimension), got dim={self.dim}.")
         if not (self.radius > 0 and math.isfinite(self.radius)):
-            raise ConfigError(f"Sphere radius must be positive and finite, got radius={self.radius}.")
+            raise ConfigError(
+                f"Sphere radius must be positive and finite, got radius={self.radius}."
+            )
 
     def contains(self, z: torch.Tensor, atol: float = 1e-5) -> torch.Tensor:
         self.check_dim(z)

@@ -37,13 +37,20 @@ def _log_iv_numpy(v: np.ndarray, x: np.ndarray) -> np.ndarray:
             t = 1.0 / s
             u1 = (3 * t - 5 * t**3) / 24.0
             u2 = (81 * t**2 - 462 * t**4 + 385 * t**6) / 1152.0
-            debye = (vs * eta - 0.5 * np.log(2 * np.pi * vs) - 0.5 * np.log(s)
-                     + np.log1p(u1 / vs + u2 / vs**2))
+            debye = (
+                vs * eta
+                - 0.5 * np.log(2 * np.pi * vs)
+                - 0.5 * np.log(s)
+                + np.log1p(u1 / vs + u2 / vs**2)
+            )
             # Hankel's large-argument expansion (A&S 9.7.1), for x >> v**2 (scipy's ive is NaN
             # above ~1e9).
             mu = 4.0 * vb * vb
-            hankel = (xb - 0.5 * np.log(2 * np.pi * xb)
-                      + np.log1p(-(mu - 1) / (8 * xb) + (mu - 1) * (mu - 9) / (2 * (8 * xb) ** 2)))
+            hankel = (
+                xb
+                - 0.5 * np.log(2 * np.pi * xb)
+                + np.log1p(-(mu - 1) / (8 * xb) + (mu - 1) * (mu - 9) / (2 * (8 * xb) ** 2))
+            )
             # First terms of the power series, for small orders and x**2 << v + 1.
             q = xb * xb / (4.0 * (vb + 1.0))
             series = vb * np.log(xb / 2.0) - sp.gammaln(vb + 1.0) + np.log1p(q + q * q / 2.0)
@@ -104,6 +111,9 @@ def vmf_log_normalizer(dim: int, kappa: torch.Tensor | float) -> torch.Tensor:
 
 def log_sphere_area(dim: int, radius: float = 1.0) -> float:
     r""":math:`\log |S^{d-1}_r| = \log 2 + \tfrac d2 \log\pi - \log\Gamma(\tfrac d2) + (d-1)\log r`."""
-    return math.log(2.0) + 0.5 * dim * math.log(math.pi) - math.lgamma(0.5 * dim) + (dim - 1) * math.log(
-        radius
+    return (
+        math.log(2.0)
+        + 0.5 * dim * math.log(math.pi)
+        - math.lgamma(0.5 * dim)
+        + (dim - 1) * math.log(radius)
     )

@@ -55,9 +55,13 @@ def _safe_run(job: Job, threads: int) -> tuple[dict[str, Any] | None, str | None
         return None, f"{type(err).__name__}: {err}\n{traceback.format_exc(limit=3)}"
 
 
-def run_jobs(jobs: list[Job], workers: int = 1, threads: int | None = None,
-             backend: str = "local",
-             on_done: Callable[[JobOutcome], None] | None = None) -> list[JobOutcome]:
+def run_jobs(
+    jobs: list[Job],
+    workers: int = 1,
+    threads: int | None = None,
+    backend: str = "local",
+    on_done: Callable[[JobOutcome], None] | None = None,
+) -> list[JobOutcome]:
     """Run every unfinished job; return one outcome per job in the input order."""
     if workers < 1:
         raise ConfigError(f"--workers must be >= 1, got {workers}.")

@@ -53,15 +53,23 @@ def _resolve_device(device: str) -> str:
     if device == "auto":
         return "cuda" if torch.cuda.is_available() else "cpu"
     if device.startswith("cuda") and not torch.cuda.is_available():
-        raise ConfigError(f"device '{device}' requested but CUDA is not available: use --device cpu.")
+        raise ConfigError(
+            f"device '{device}' requested but CUDA is not available: use --device cpu."
+        )
     if device not in ("cpu",) and not device.startswith("cuda"):
         raise ConfigError(f"device must be cpu, cuda, cuda:N or auto; got '{device}'.")
     return device
 
 
-def train(setting: Setting, out_dir: str | Path | None = None, *, device: str = "cpu",
-          resume: bool = False, progress: bool = False,
-          on_eval: Callable[[dict[str, Any]], None] | None = None) -> RunResult:
+def train(
+    setting: Setting,
+    out_dir: str | Path | None = None,
+    *,
+    device: str = "cpu",
+    resume: bool = False,
+    progress: bool = False,
+    on_eval: Callable[[dict[str, Any]], None] | None = None,
+) -> RunResult:
     """Train the setting's model with its objective; return the summary and history.
 
     ``out_dir`` = None keeps everything in memory (no files). ``progress`` shows a rich progress
@@ -90,16 +98,22 @@ def train(setting: Setting, out_dir: str | Path | None = None, *, device: str = 
         if resume:
             start_step, elapsed_before, history = _restore(ckpt_path, setting, exp, opt, sched, gen)
         elif ckpt_path.exists() or (run_dir / runs.SUMMARY).exists():
-            raise CheckpointError(f"{run_dir} already holds a run: pass --resume to continue it, "
-                                  "or choose another --out directory.")
+            raise CheckpointError(
+                f"{run_dir} already holds a run: pass --resume to continue it, "
+                "or choose another --out directory."
+            )
         run_dir.mkdir(parents=True, exist_ok=True)
         runs.atomic_write_text(run_dir / runs.CONFIG, setting.to_yaml())
         runs.write_json(run_dir / runs.MANIFEST, manifest)
 
     def evaluate(step: int, loss: float) -> dict[str, Any]:
         t0 = time.perf_counter()
-        row = {"step": step, "loss": loss, "lr": opt.param_groups[0]["lr"] if opt else 0.0,
-               **exp.evaluate(z_eval)}
+        row = {
+            "step": step,
+            "loss": loss,
+            "lr": opt.param_groups[0]["lr"] if opt else 0.0,
+            **exp.evaluate(z_eval),
+        }
         row["eval_s"] = time.perf_counter() - t0
         row["elapsed_s"] = elapsed_before + (time.perf_counter() - t_start)
         history.append(row)
@@ -110,12 +124,19 @@ def train(setting: Setting, out_dir: str | Path | None = None, *, device: str = 
     def checkpoint(step: int) -> None:
         if run_dir is None:
             return
-        runs.save_checkpoint(run_dir / runs.CHECKPOINT, {
-            "step": step, "setting": setting.to_dict(), "encoder": exp.encoder.state_dict(),
-            "optimizer": opt.state_dict() if opt else None,
-            "scheduler": sched.state_dict() if sched else None,
-            "generator": gen.get_state(), "history": history,
-            "elapsed_s": elapsed_before + (time.perf_counter() - t_start)})
+        runs.save_checkpoint(
+            run_dir / runs.CHECKPOINT,
+            {
+                "step": step,
+                "setting": setting.to_dict(),
+                "encoder": exp.encoder.state_dict(),
+                "optimizer": opt.state_dict() if opt else None,
+                "scheduler": sched.state_dict() if sched else None,
+                "generator": gen.get_state(),
+                "history": history,
+                "elapsed_s": elapsed_before + (time.perf_counter() - t_start),
+            },
+        )
         runs.write_csv(run_dir / runs.METRICS, history)
 
     t_start = time.perf_counter()
@@ -159,13 +180,21 @@ def train(setting: Setting, out_dir: str | Path | None = None, *, device: str = 
         evaluate(spec.steps if opt else 0, last_loss)
     final = history[-1]
     summary = {
-        "setting": setting.name, "status": "finished", "steps": spec.steps,
-        "r2": final["r2"], "r2_in_sample": final["r2_in_sample"], "mcc": final["mcc"],
-        "loss": final["loss"], "seeds": setting.seeds.model_dump(),
-        "train_time_s": train_time, "wall_time_s": elapsed_before + time.perf_counter() - t_start,
+        "setting": setting.name,
+        "status": "finished",
+        "steps": spec.steps,
+        "r2": final["r2"],
+        "r2_in_sample": final["r2_in_sample"],
+        "mcc": final["mcc"],
+        "loss": final["loss"],
+        "seeds": setting.seeds.model_dump(),
+        "train_time_s": train_time,
+        "wall_time_s": elapsed_before + time.perf_counter() - t_start,
         "steps_per_s": (spec.steps - start_step) / train_time if train_time > 0 else None,
-        "resumed_from_step": start_step or None, "device": device,
-        "git_commit": manifest["git_commit"], "packages": manifest["packages"],
+        "resumed_from_step": start_step or None,
+        "device": device,
+        "git_commit": manifest["git_commit"],
+        "packages": manifest["packages"],
         "finished": runs.now(),
     }
     if run_dir is not None:
@@ -179,8 +208,10 @@ def train(setting: Setting, out_dir: str | Path | None = None, *, device: str = 
 def _restore(path: Path, setting: Setting, exp: Experiment, opt, sched, gen):
     state = runs.load_checkpoint(path)
     if state.get("setting") != setting.to_dict():
-        raise CheckpointError(f"{path} was written for a different setting; resume with the same "
-                              "setting (its config.yaml) or use a new --out directory.")
+        raise CheckpointError(
+            f"{path} was written for a different setting; resume with the same "
+            "setting (its config.yaml) or use a new --out directory."
+        )
     try:
         exp.encoder.load_state_dict(state["encoder"])
         if opt and state["optimizer"]:
@@ -194,14 +225,27 @@ def _restore(path: Path, setting: Setting, exp: Experiment, opt, sched, gen):
 
 class _Bar:
     def __init__(self, total: int, start: int, name: str) -> None:
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+        from rich.progress import (
+            BarColumn,
+            MofNCompleteColumn,
+            Progress,
+            TextColumn,
+            TimeRemainingColumn,
+        )
 
-        self.progress = Progress(TextColumn("[bold]{task.description}"), BarColumn(),
-                                 MofNCompleteColumn(), TimeRemainingColumn(),
-                                 TextColumn("loss {task.fields[loss]:.4f}  R² {task.fields[r2]}  "
-                                            "MCC {task.fields[mcc]}"), transient=False)
-        self.task = self.progress.add_task(name, total=total, completed=start, loss=float("nan"),
-                                           r2="–", mcc="–")
+        self.progress = Progress(
+            TextColumn("[bold]{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeRemainingColumn(),
+            TextColumn(
+                "loss {task.fields[loss]:.4f}  R² {task.fields[r2]}  MCC {task.fields[mcc]}"
+            ),
+            transient=False,
+        )
+        self.task = self.progress.add_task(
+            name, total=total, completed=start, loss=float("nan"), r2="–", mcc="–"
+        )
         self.progress.start()
 
     def update(self, r2: float, mcc: float) -> None:

@@ -20,9 +20,16 @@ from unmix.models.heads import make_head
 class MLPEncoder(nn.Module):
     """MLP backbone + head. ``forward(x)`` → ẑ of shape ``(..., out_dim)``."""
 
-    def __init__(self, in_dim: int, out_dim: int, hidden: Sequence[int] = (10, 50, 50, 50, 50, 10),
-                 negative_slope: float = 0.01, space: str = "sphere", radius: float = 1.0,
-                 learn_radius: bool = False) -> None:
+    def __init__(
+        self,
+        in_dim: int,
+        out_dim: int,
+        hidden: Sequence[int] = (10, 50, 50, 50, 50, 10),
+        negative_slope: float = 0.01,
+        space: str = "sphere",
+        radius: float = 1.0,
+        learn_radius: bool = False,
+    ) -> None:
         super().__init__()
         widths = [in_dim, *(h * in_dim for h in hidden), out_dim]
         layers: list[nn.Module] = []

@@ -53,8 +53,9 @@ def column_setting(preset: presets.Preset, column: str, budget: str, seed: int) 
     return Setting.from_dict(data)
 
 
-def plan(target: str, budget: str, seeds: int, out: Path, baselines: bool = True,
-         device: str = "cpu") -> list[tuple[presets.Preset, str, int, Job]]:
+def plan(
+    target: str, budget: str, seeds: int, out: Path, baselines: bool = True, device: str = "cpu"
+) -> list[tuple[presets.Preset, str, int, Job]]:
     if target not in TARGETS:
         raise ConfigError(f"Unknown target '{target}': choose one of {', '.join(TARGETS)}.")
     if seeds < 1:
@@ -72,26 +73,43 @@ def plan(target: str, budget: str, seeds: int, out: Path, baselines: bool = True
     return items
 
 
-def reproduce(target: str, budget: str = "quick", seeds: int = 1, workers: int = 1,
-              out: str | Path = "results", baselines: bool = True, device: str = "cpu",
-              backend: str = "local",
-              on_done: Callable[[JobOutcome], None] | None = None) -> ReproduceReport:
+def reproduce(
+    target: str,
+    budget: str = "quick",
+    seeds: int = 1,
+    workers: int = 1,
+    out: str | Path = "results",
+    baselines: bool = True,
+    device: str = "cpu",
+    backend: str = "local",
+    on_done: Callable[[JobOutcome], None] | None = None,
+) -> ReproduceReport:
     """Run (or reuse) every run of ``target`` and write the report files into ``out/budget``."""
     out = Path(out)
     t0 = time.perf_counter()
     items = plan(target, budget, seeds, out, baselines, device)
-    outcomes = run_jobs([job for *_, job in items], workers=workers, backend=backend,
-                        on_done=on_done)
+    outcomes = run_jobs(
+        [job for *_, job in items], workers=workers, backend=backend, on_done=on_done
+    )
     rows, failures = [], []
     for (preset, column, seed, job), oc in zip(items, outcomes, strict=True):
         if oc.summary is None:
             failures.append(f"{preset.name}/{column}/seed{seed}: {oc.error}")
             continue
         sm = oc.summary
-        rows.append({"preset": preset.name, "column": column, "seed": seed,
-                     "r2": sm["r2"], "r2_in_sample": sm["r2_in_sample"], "mcc": sm["mcc"],
-                     "steps": sm["steps"], "wall_time_s": sm["wall_time_s"],
-                     "run_dir": str(job.run_dir)})
+        rows.append(
+            {
+                "preset": preset.name,
+                "column": column,
+                "seed": seed,
+                "r2": sm["r2"],
+                "r2_in_sample": sm["r2_in_sample"],
+                "mcc": sm["mcc"],
+                "steps": sm["steps"],
+                "wall_time_s": sm["wall_time_s"],
+                "run_dir": str(job.run_dir),
+            }
+        )
     report_dir = out / budget
     report_dir.mkdir(parents=True, exist_ok=True)
     runs.write_csv(report_dir / f"{target}.csv", rows)
@@ -112,24 +130,35 @@ def _fmt(values: list[float]) -> str:
 
 def table_markdown(target: str, rows: list[dict], budget: str, seeds: int) -> str:
     metric = "r2" if target.endswith("table1") else "mcc"
-    head = ("| row | space | p(z) | p(z̃\\|z) | model | q_h | M. | Identity | Supervised "
-            "| Unsupervised | paper: Identity | paper: Supervised | paper: Unsupervised |")
-    lines = [f"{'R²' if metric == 'r2' else 'MCC'} [%], budget `{budget}`, {seeds} seed(s) "
-             f"(mean ± std over seeds where > 1). Paper values: {presets.PAPER_000}.", "",
-             head, "|" + "---|" * 13]
+    head = (
+        "| row | space | p(z) | p(z̃\\|z) | model | q_h | M. | Identity | Supervised "
+        "| Unsupervised | paper: Identity | paper: Supervised | paper: Unsupervised |"
+    )
+    lines = [
+        f"{'R²' if metric == 'r2' else 'MCC'} [%], budget `{budget}`, {seeds} seed(s) "
+        f"(mean ± std over seeds where > 1). Paper values: {presets.PAPER_000}.",
+        "",
+        head,
+        "|" + "---|" * 13,
+    ]
     for preset in presets.in_group(target):
         s = preset.setting
-        ours = {c: [r[metric] for r in rows if r["preset"] == preset.name and r["column"] == c]
-                for c in COLUMNS}
-        paper = {c: (f"{preset.paper[c][0]:.2f} ± {preset.paper[c][1]:.2f}"
-                     if c in preset.paper else "") for c in COLUMNS}
+        ours = {
+            c: [r[metric] for r in rows if r["preset"] == preset.name and r["column"] == c]
+            for c in COLUMNS
+        }
+        paper = {
+            c: (f"{preset.paper[c][0]:.2f} ± {preset.paper[c][1]:.2f}" if c in preset.paper else "")
+            for c in COLUMNS
+        }
         match = "✓" if assumptions_match(s, "affine" if metric == "r2" else "permutation") else "✗"
         row = preset.name.rsplit("row", 1)[-1]
         lines.append(
             f"| {row} | {s.latent.space} | {s.latent.marginal.label()} | "
             f"{s.latent.conditional.label()} | {s.model.space} | {s.objective.label()} | {match} | "
             f"{_fmt(ours['identity'])} | {_fmt(ours['supervised'])} | {_fmt(ours['unsupervised'])} | "
-            f"{paper['identity']} | {paper['supervised']} | {paper['unsupervised']} |")
+            f"{paper['identity']} | {paper['supervised']} | {paper['unsupervised']} |"
+        )
     return "\n".join(lines) + "\n"
 
 
@@ -146,16 +175,19 @@ def fig2_report(rows: list[dict], out: Path) -> str:
         vals = [r["r2"] for r in rows if r["preset"] == name and r["column"] == "unsupervised"]
         return float(np.mean(vals)) if vals else float("nan")
 
-    sphere = [(k, r2_of(f"zimmermann-fig2-sphere-kappa{k:g}"), float(mass_to_move_vmf(10, k)))
-              for k in presets.FIG2_SPHERE_KAPPAS]
+    sphere = [
+        (k, r2_of(f"zimmermann-fig2-sphere-kappa{k:g}"), float(mass_to_move_vmf(10, k)))
+        for k in presets.FIG2_SPHERE_KAPPAS
+    ]
     box = []
     for iv in presets.FIG2_BOX_INVVARS:
-        mass = mass_to_move_box_normal(10, iv ** -0.5)
+        mass = mass_to_move_box_normal(10, iv**-0.5)
         box.append((iv, r2_of(f"zimmermann-fig2-box-invvar{iv:g}"), float(np.ravel(mass)[0])))
     fig, axes = plt.subplots(1, 2, figsize=(10, 3.8))
-    for ax, data, xlabel, cond in ((axes[0], sphere, "κ of the vMF marginal", 1.0),
-                                   (axes[1], box, "1/σ² of the normal marginal",
-                                    presets.FIG2_BOX_CONDITIONAL_SCALE ** -2)):
+    for ax, data, xlabel, cond in (
+        (axes[0], sphere, "κ of the vMF marginal", 1.0),
+        (axes[1], box, "1/σ² of the normal marginal", presets.FIG2_BOX_CONDITIONAL_SCALE**-2),
+    ):
         x = [d[0] for d in data]
         ax.plot(x, [100 * d[1] for d in data], "ko-", label="R² (ours)")
         ax.set_xscale("log")

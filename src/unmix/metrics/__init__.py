@@ -1,0 +1,51 @@
+"""Scores of recovered latents against true ones, and diagnostics of features and maps.
+
+* :func:`r2_affine` — identifiability up to affine maps (R² of a linear fit, held out by default).
+* :func:`mcc` — identifiability up to permutation and elementwise rescaling (mean correlation).
+* :func:`align_loss`, :func:`uniform_loss` — Wang & Isola's alignment and uniformity;
+  :func:`alignment_term`, :func:`uniformity_term` — the two terms of their Theorem 1.
+* :func:`c_ima`, :func:`global_c_ima`, :func:`c_ima_from_jacobian` — the IMA contrast of a map.
+* :func:`amari_distance` — distance between two mixing matrices up to column order and scale.
+
+:func:`r2_affine`, :func:`mcc`, :func:`amari_distance` and the c_IMA functions accept torch tensors
+or NumPy arrays; the alignment/uniformity functions are differentiable torch functions of tensors of
+shape ``(N, n)``. Bad input raises :class:`unmix.errors.ConfigError` naming the argument.
+"""
+
+from unmix.metrics.align_uniform import (
+    align_loss,
+    alignment_term,
+    require_normalized,
+    uniform_loss,
+    uniformity_term,
+)
+from unmix.metrics.amari import amari_distance, amari_index
+from unmix.metrics.c_ima import (
+    batched_jacobian,
+    c_ima,
+    c_ima_from_jacobian,
+    c_ima_of_mean_jacobian,
+    global_c_ima,
+)
+from unmix.metrics.mcc import MCCResult, correlation_matrix, mcc
+from unmix.metrics.r2 import R2Result, r2_affine
+
+__all__ = [
+    "R2Result",
+    "r2_affine",
+    "MCCResult",
+    "mcc",
+    "correlation_matrix",
+    "align_loss",
+    "uniform_loss",
+    "alignment_term",
+    "uniformity_term",
+    "require_normalized",
+    "c_ima",
+    "c_ima_from_jacobian",
+    "global_c_ima",
+    "c_ima_of_mean_jacobian",
+    "batched_jacobian",
+    "amari_distance",
+    "amari_index",
+]

@@ -1,0 +1,100 @@
+r"""Wang & Isola's alignment + uniformity objective on L2-normalised features (paper notes 003).
+
+.. math::
+
+    \mathcal{L} = w_a\,\mathcal{L}_{\text{align}}(h, \tilde h; \alpha)
+        + w_u\,\tfrac12\bigl[\mathcal{L}_{\text{uniform}}(h; t)
+                            + \mathcal{L}_{\text{uniform}}(\tilde h; t)\bigr],
+
+with :math:`\mathcal{L}_{\text{align}} = \mathbb{E}\|h_i - \tilde h_i\|_2^{\alpha}` and
+:math:`\mathcal{L}_{\text{uniform}}(x; t) = \log \mathbb{E}_{i<j} e^{-t\|x_i - x_j\|_2^2}`
+(:func:`unmix.metrics.align_loss`, :func:`unmix.metrics.uniform_loss`). The uniformity loss of the
+two views is *averaged*, as in Wang & Isola's training objective (each view's features should be
+uniform on its own; pairs across views are not used). Defaults :math:`\alpha = t = 2`,
+:math:`w_a = w_u = 1`.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+
+import torch
+from torch import nn
+
+from unmix.errors import ConfigError
+from unmix.metrics.align_uniform import align_loss, require_normalized, uniform_loss
+
+__all__ = ["AlignUniform"]
+
+
+def _positive(owner: str, name: str, value: float, *, allow_zero: bool = False) -> float:
+    ok = isinstance(value, numbers.Real) and not isinstance(value, bool) and math.isfinite(value)
+    ok = ok and (value >= 0 if allow_zero else value > 0)
+    if not ok:
+        bound = ">= 0" if allow_zero else "> 0"
+        raise ConfigError(f"'{name}' of {owner} must be a finite number {bound}, got {value!r}.")
+    return float(value)
+
+
+class AlignUniform(nn.Module):
+    r"""Alignment + uniformity loss (Wang & Isola, 2020) for L2-normalised features.
+
+    Args:
+        align_weight: :math:`w_a \ge 0`.
+        uniform_weight: :math:`w_u \ge 0` (not both zero).
+        alpha: alignment exponent :math:`\alpha > 0` (paper default 2).
+        t: uniformity temperature :math:`t > 0` (paper default 2).
+        check_normalized: raise :class:`ConfigError` unless the features have unit L2 norm
+            (tolerance 1e-4); the losses are only meaningful on the sphere. Costs one host sync.
+
+    ``forward(h, h_pos)`` with ``h``, ``h_pos`` of shape ``(B, n)``, ``B >= 2``, returns the loss.
+    """
+
+    def __init__(
+        self,
+        align_weight: float = 1.0,
+        uniform_weight: float = 1.0,
+        alpha: float = 2.0,
+        t: float = 2.0,
+        *,
+        check_normalized: bool = True,
+    ) -> None:
+        super().__init__()
+        owner = type(self).__name__
+        self.align_weight = _positive(owner, "align_weight", align_weight, allow_zero=True)
+        self.uniform_weight = _positive(owner, "uniform_weight", uniform_weight, allow_zero=True)
+        if self.align_weight == 0 and self.uniform_weight == 0:
+            raise ConfigError(
+                f"{owner}: 'align_weight' and 'uniform_weight' are both 0; the loss would be "
+                f"constant. Set at least one to a positive value."
+            )
+        self.alpha = _positive(owner, "alpha", alpha)
+        self.t = _positive(owner, "t", t)
+        self.check_normalized = bool(check_normalized)
+
+    def forward(
+        self, h: torch.Tensor, h_pos: torch.Tensor, h_neg: torch.Tensor | None = None
+    ) -> torch.Tensor:
+        """Loss of anchors ``h`` and positives ``h_pos`` (0-dim tensor); ``h_neg`` is not used."""
+        if h_neg is not None:
+            raise ConfigError(
+                "AlignUniform takes no separately drawn negatives ('h_neg'): its uniformity term "
+                "uses the other samples of the batch. Call it as loss(h, h_pos)."
+            )
+        if self.check_normalized:
+            for name, x in (("h", h), ("h_pos", h_pos)):
+                if isinstance(x, torch.Tensor):
+                    require_normalized(name, x)
+        align = align_loss(h, h_pos, self.alpha, check_normalized=False)
+        uniform = 0.5 * (
+            uniform_loss(h, self.t, check_normalized=False)
+            + uniform_loss(h_pos, self.t, check_normalized=False)
+        )
+        return self.align_weight * align + self.uniform_weight * uniform
+
+    def extra_repr(self) -> str:
+        return (
+            f"align_weight={self.align_weight}, uniform_weight={self.uniform_weight}, "
+            f"alpha={self.alpha}, t={self.t}"
+        )

@@ -1,0 +1,458 @@
+r"""Contrastive objectives of the InfoNCE family (Zimmermann et al., 2021, Eq. 1 and Eq. 6).
+
+For an anchor feature :math:`h = f(x)`, its positive :math:`\tilde h = f(\tilde x)` and a set of
+negative features :math:`\{h^-_i\}`, both losses are the cross-entropy of picking the positive among
+the candidates,
+
+.. math::
+
+    \mathcal{L} = \mathbb{E}\Bigl[-\log\frac{e^{s(h,\tilde h)}}
+        {e^{s(h,\tilde h)} + \sum_{i} e^{s(h, h^-_i)}}\Bigr],
+
+computed with ``logsumexp``. The positive is always a candidate (it is in the denominator, as in
+Eq. 1). The similarity is
+
+* :class:`InfoNCE` (Eq. 1): :math:`s(a, b) = a^\top b / \tau` (features usually on a sphere);
+* :class:`LpInfoNCE` (Eq. 6): :math:`s(a, b) = -\delta(a, b)/\tau` with
+  :math:`\delta(a, b) = \|a - b\|_p^q = (\sum_k |a_k - b_k|^p)^{q/p}` (default :math:`q = p`, i.e.
+  :math:`\|\cdot\|_p^p`; :math:`p = 1` matches a Laplace conditional, :math:`p = q = 2` a normal
+  one, :math:`p = \beta` a generalised normal).
+
+**Where the negatives come from** (``negatives=``):
+
+``"in_batch"`` (default) — the other samples of the batch ``h, h_pos`` of size ``B``. Anchor ``i``'s
+candidates are its positive ``h_pos[i]`` plus the blocks switched on below:
+
+* ``cross_view_negatives=True`` (default): ``h_pos[j]`` for every ``j != i``. With only this block
+  the logits are row ``i`` of the ``B × B`` matrix :math:`s(h_i, \tilde h_j)` with target ``i``
+  (the CPC/CLIP form); ``B`` candidates.
+* ``same_view_negatives=False``: ``h[j]`` for every ``j != i`` — the other anchors (SimCLR's extra
+  negatives). Both blocks on gives SimCLR's ``2B - 1`` candidates.
+* ``include_self=False``: also the anchor's pair with itself, :math:`s(h_i, h_i)` (requires
+  ``same_view_negatives``). This term is :math:`\|h_i\|^2/\tau` (InfoNCE; a constant on a sphere of
+  fixed radius) or 0 (LpInfoNCE): it is not a sample from :math:`p_{\text{data}}` and only shifts
+  the loss. The reference code of Zimmermann et al. used ``cross_view_negatives=False,
+  same_view_negatives=True, include_self=True`` (positive + all ``B`` anchors, self included); use
+  that setting only to reproduce its loss values.
+
+Every in-batch negative is a draw from :math:`p_{\text{data}}` independent of the anchor's pair
+(the other positives by the matching-marginal property): one block is exactly Eq. 1 with
+:math:`M = B - 1` i.i.d. negatives; with both blocks the :math:`2B - 2` negatives are identically
+distributed but come in dependent pairs :math:`(h_j, \tilde h_j)`.
+
+``"external"`` — separately drawn negatives ``h_neg`` passed to ``forward``: shape ``(B, M, n)``
+(``M`` per anchor) or ``(M, n)`` (shared by all anchors); ``M + 1`` candidates.
+
+``symmetric=True`` averages the loss with the one in which ``h`` and ``h_pos`` swap roles.
+
+Collapsed features (all identical) give exactly ``log(number of candidates)``
+(:meth:`n_candidates`); for InfoNCE, :math:`\mathcal{L} - \log M` tends to the sum of
+:func:`unmix.metrics.alignment_term` and :func:`unmix.metrics.uniformity_term` as ``M → ∞``.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from typing import Literal
+
+import torch
+from torch import nn
+
+from unmix.errors import ConfigError
+
+__all__ = ["InfoNCE", "LpInfoNCE"]
+
+NegativesMode = Literal["in_batch", "external"]
+
+#: Default bound on the elements of one ``(rows, N_b, n)`` difference block of :class:`LpInfoNCE`.
+DEFAULT_BLOCK_ELEMENTS = 2**22
+
+
+def _check_tau(tau: float) -> float:
+    if (
+        isinstance(tau, bool)
+        or not isinstance(tau, numbers.Real)
+        or not (math.isfinite(tau) and tau > 0)
+    ):
+        raise ConfigError(
+            f"'tau' must be a positive finite number, got {tau!r}; the paper uses 1.0."
+        )
+    return float(tau)
+
+
+class _ContrastiveLoss(nn.Module):
+    """Shared candidate bookkeeping; subclasses define the similarity ``s(a, b)`` (already / τ)."""
+
+    def __init__(
+        self,
+        tau: float = 1.0,
+        negatives: NegativesMode = "in_batch",
+        *,
+        cross_view_negatives: bool = True,
+        same_view_negatives: bool = False,
+        include_self: bool = False,
+        symmetric: bool = False,
+    ) -> None:
+        super().__init__()
+        owner = type(self).__name__
+        self.tau = _check_tau(tau)
+        if negatives not in ("in_batch", "external"):
+            raise ConfigError(
+                f"'negatives' of {owner} must be 'in_batch' or 'external', got {negatives!r}."
+            )
+        if negatives == "external" and (
+            same_view_negatives or include_self or not cross_view_negatives
+        ):
+            raise ConfigError(
+                f"{owner}: 'cross_view_negatives', 'same_view_negatives' and 'include_self' choose "
+                f"in-batch negatives and cannot be changed with negatives='external' (the "
+                f"candidates are then the positive and the given h_neg); leave them at their "
+                f"defaults or use negatives='in_batch'."
+            )
+        if negatives == "in_batch" and not (cross_view_negatives or same_view_negatives):
+            raise ConfigError(
+                f"{owner}: with negatives='in_batch' at least one of 'cross_view_negatives' or "
+                f"'same_view_negatives' must be True, otherwise there are no negatives."
+            )
+        if include_self and not same_view_negatives:
+            raise ConfigError(
+                f"{owner}: 'include_self' adds the anchor's pair with itself to the same-view "
+                f"negatives; set same_view_negatives=True as well (or include_self=False)."
+            )
+        self.negatives = negatives
+        self.cross_view_negatives = bool(cross_view_negatives)
+        self.same_view_negatives = bool(same_view_negatives)
+        self.include_self = bool(include_self)
+        self.symmetric = bool(symmetric)
+
+    # --- similarities, to be defined by subclasses (all already divided by tau) -----------------
+    def pair_logits(self, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+        """``s(a_i, b_i)`` for matching rows; shape ``(B,)``."""
+        raise NotImplementedError
+
+    def cross_logits(self, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+        """``s(a_i, b_j)`` for all pairs; shape ``(N_a, N_b)``."""
+        raise NotImplementedError
+
+    def negative_logits(self, a: torch.Tensor, neg: torch.Tensor) -> torch.Tensor:
+        """``s(a_i, neg[i, m])`` for per-anchor negatives ``(B, M, n)``; shape ``(B, M)``."""
+        raise NotImplementedError
+
+    # --- bookkeeping --------------------------------------------------------------------------
+    def n_candidates(self, batch_size: int, n_negatives: int | None = None) -> int:
+        """Number of candidates per anchor (positive included); collapsed features give its log."""
+        if self.negatives == "external":
+            if n_negatives is None:
+                raise ConfigError("n_candidates: pass n_negatives (M) for negatives='external'.")
+            return 1 + int(n_negatives)
+        return (
+            1
+            + (batch_size - 1) * self.cross_view_negatives
+            + (batch_size - 1) * self.same_view_negatives
+            + int(self.include_self)
+        )
+
+    def _check_inputs(
+        self, h: torch.Tensor, h_pos: torch.Tensor, h_neg: torch.Tensor | None
+    ) -> None:
+        owner = type(self).__name__
+        for name, t in (("h", h), ("h_pos", h_pos)):
+            if not isinstance(t, torch.Tensor) or t.ndim != 2 or not t.is_floating_point():
+                raise ConfigError(
+                    f"{owner}: '{name}' must be a floating tensor of shape (B, n), got "
+                    f"{tuple(getattr(t, 'shape', ()))}."
+                )
+        if h.shape != h_pos.shape:
+            raise ConfigError(
+                f"{owner}: 'h' and 'h_pos' must have the same shape (row i of h_pos is the "
+                f"positive of row i of h), got {tuple(h.shape)} and {tuple(h_pos.shape)}."
+            )
+        b, n = h.shape
+        if self.negatives == "in_batch":
+            if h_neg is not None:
+                raise ConfigError(
+                    f"{owner} was built with negatives='in_batch' and takes no 'h_neg'; build it "
+                    f"with negatives='external' to use separately drawn negatives."
+                )
+            if b < 2:
+                raise ConfigError(
+                    f"{owner}: in-batch negatives need a batch of at least 2, got B = {b}."
+                )
+        else:
+            if h_neg is None:
+                raise ConfigError(
+                    f"{owner} was built with negatives='external': pass h_neg of shape (B, M, n) "
+                    f"or (M, n) to forward(h, h_pos, h_neg)."
+                )
+            ok = isinstance(h_neg, torch.Tensor) and (
+                (h_neg.ndim == 3 and h_neg.shape[0] == b and h_neg.shape[2] == n)
+                or (h_neg.ndim == 2 and h_neg.shape[1] == n)
+            )
+            if not ok or h_neg.shape[-2] < 1:
+                raise ConfigError(
+                    f"{owner}: 'h_neg' must have shape ({b}, M, {n}) or (M, {n}) with M >= 1, got "
+                    f"{tuple(getattr(h_neg, 'shape', ()))}."
+                )
+
+    def _one_direction(
+        self, a: torch.Tensor, b: torch.Tensor, neg: torch.Tensor | None
+    ) -> torch.Tensor:
+        # Per anchor: logsumexp over all candidates minus the positive's logit. Blocks are reduced
+        # separately and combined with logaddexp, so no (B, #candidates) tensor is concatenated.
+        pos = self.pair_logits(a, b)
+        if self.negatives == "external":
+            assert neg is not None
+            negs = self.cross_logits(a, neg) if neg.ndim == 2 else self.negative_logits(a, neg)
+            lse = torch.logaddexp(pos, torch.logsumexp(negs, dim=1))
+        else:
+            if self.cross_view_negatives:
+                # Row i: s(a_i, b_j) for all j; its diagonal is the positive, set from the exact
+                # pairwise value (the matrix may come from a Gram expansion).
+                lse = torch.logsumexp(self.cross_logits(a, b).diagonal_scatter(pos), dim=1)
+            else:
+                lse = pos
+            if self.same_view_negatives:
+                if self.include_self:
+                    diag = self.pair_logits(a, a)
+                else:
+                    diag = torch.full_like(pos, float("-inf"))
+                same = self.cross_logits(a, a).diagonal_scatter(diag)
+                lse = torch.logaddexp(lse, torch.logsumexp(same, dim=1))
+        return (lse - pos).mean()
+
+    def forward(
+        self, h: torch.Tensor, h_pos: torch.Tensor, h_neg: torch.Tensor | None = None
+    ) -> torch.Tensor:
+        """The loss (0-dim tensor) for anchors ``h`` ``(B, n)``, positives ``h_pos`` ``(B, n)`` and,
+        with ``negatives='external'``, negatives ``h_neg`` ``(B, M, n)`` or ``(M, n)``."""
+        self._check_inputs(h, h_pos, h_neg)
+        loss = self._one_direction(h, h_pos, h_neg)
+        if self.symmetric:
+            loss = 0.5 * (loss + self._one_direction(h_pos, h, h_neg))
+        return loss
+
+    def extra_repr(self) -> str:
+        s = f"tau={self.tau}, negatives={self.negatives!r}"
+        if self.negatives == "in_batch":
+            s += (
+                f", cross_view_negatives={self.cross_view_negatives}"
+                f", same_view_negatives={self.same_view_negatives}"
+                f", include_self={self.include_self}"
+            )
+        return s + f", symmetric={self.symmetric}"
+
+
+class InfoNCE(_ContrastiveLoss):
+    r"""InfoNCE with dot-product similarity :math:`s(a, b) = a^\top b/\tau` (Zimmermann, Eq. 1).
+
+    .. math::
+
+        \mathcal{L}_{\text{contr}}(f; \tau, M) = \mathbb{E}\Bigl[-\log
+            \frac{e^{f(x)^\top f(\tilde x)/\tau}}
+                 {e^{f(x)^\top f(\tilde x)/\tau} + \sum_{i=1}^{M} e^{f(x)^\top f(x^-_i)/\tau}}\Bigr]
+
+    Theorems 1–2 of the paper take features on a sphere (of radius :math:`\sqrt{\tau\kappa}` for a
+    vMF conditional with concentration :math:`\kappa`); the loss itself does not require unit norm.
+
+    Args:
+        tau: temperature :math:`\tau > 0` (the paper uses 1).
+        negatives: ``"in_batch"`` or ``"external"``; see the module docstring.
+        cross_view_negatives: in-batch: the other positives ``h_pos[j]``, ``j != i`` (default on).
+        same_view_negatives: in-batch: the other anchors ``h[j]``, ``j != i`` (SimCLR).
+        include_self: in-batch: also ``s(h_i, h_i)`` (the reference code's quirk; off).
+        symmetric: average with the loss of the swapped views.
+
+    ``forward(h, h_pos, h_neg=None)`` returns the mean loss over the batch.
+    """
+
+    def pair_logits(self, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+        return (a * b).sum(dim=-1) / self.tau
+
+    def cross_logits(self, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+        return a @ b.T / self.tau
+
+    def negative_logits(self, a: torch.Tensor, neg: torch.Tensor) -> torch.Tensor:
+        return torch.einsum("bn,bmn->bm", a, neg) / self.tau
+
+
+class LpInfoNCE(_ContrastiveLoss):
+    r"""InfoNCE with distance similarity :math:`s(a,b) = -\|a-b\|_p^q/\tau` (Zimmermann, Eq. 6).
+
+    .. math::
+
+        \mathcal{L}_{\delta\text{-contr}}(f; \tau, M) = \mathbb{E}\Bigl[-\log
+            \frac{e^{-\delta(f(x), f(\tilde x))/\tau}}
+                 {e^{-\delta(f(x), f(\tilde x))/\tau} + \sum_{i=1}^{M}
+                  e^{-\delta(f(x), f(x^-_i))/\tau}}\Bigr],
+        \qquad \delta(a, b) = \Bigl(\sum_k |a_k - b_k|^p\Bigr)^{q/p}.
+
+    Matching the model to a ground-truth conditional :math:`p(\tilde z|z) \propto
+    e^{-\lambda\,\delta(\tilde z, z)}` (Theorem 4 of the paper): ``p=1`` Laplace, ``p=q=2`` normal,
+    ``p=β`` generalised normal. The absolute value is always taken (correct for odd ``p``).
+
+    Memory: pairwise distances never form the ``B × B × n`` difference tensor at once.
+    ``p = q = 2`` uses the Gram expansion :math:`\|a\|^2 + \|b\|^2 - 2a^\top b` (a ``B × B``
+    matmul); any other ``(p, q)`` goes through a custom autograd function that computes the
+    power sums in blocks of ``chunk_size`` rows (default: as many rows as keep a block under
+    :data:`DEFAULT_BLOCK_ELEMENTS` elements) and the gradient in the same blocks with the closed
+    form :math:`p\,\mathrm{sign}(d)|d|^{p-1}`, so only the ``B × B`` result is stored. The positive pairs' (and, with
+    ``include_self``, the self pairs') distances are always computed exactly from their differences.
+
+    Args:
+        p: exponent inside the norm, ``p > 0``.
+        q: outer exponent, ``q > 0``; ``None`` means ``q = p`` (the reference's
+            :math:`\|\cdot\|_p^p`).
+        tau: temperature :math:`\tau > 0` (the paper uses 1).
+        negatives, cross_view_negatives, same_view_negatives, include_self, symmetric: as in
+            :class:`InfoNCE` (see the module docstring).
+        chunk_size: rows per block for the general-``p`` path; ``None`` = automatic.
+    """
+
+    def __init__(
+        self,
+        p: float = 2.0,
+        q: float | None = None,
+        tau: float = 1.0,
+        negatives: NegativesMode = "in_batch",
+        *,
+        cross_view_negatives: bool = True,
+        same_view_negatives: bool = False,
+        include_self: bool = False,
+        symmetric: bool = False,
+        chunk_size: int | None = None,
+    ) -> None:
+        super().__init__(
+            tau,
+            negatives,
+            cross_view_negatives=cross_view_negatives,
+            same_view_negatives=same_view_negatives,
+            include_self=include_self,
+            symmetric=symmetric,
+        )
+        for name, v in (("p", p), ("q", q)):
+            if v is None:
+                continue
+            if (
+                isinstance(v, bool)
+                or not isinstance(v, numbers.Real)
+                or not (math.isfinite(v) and v > 0)
+            ):
+                raise ConfigError(
+                    f"'{name}' of LpInfoNCE must be a positive finite number, got {v!r}; e.g. "
+                    f"p=1 (Laplace), p=2 (normal)."
+                )
+        if chunk_size is not None and (
+            isinstance(chunk_size, bool) or not isinstance(chunk_size, int) or chunk_size < 1
+        ):
+            raise ConfigError(
+                f"'chunk_size' of LpInfoNCE must be a positive integer or None, got {chunk_size!r}."
+            )
+        self.p = float(p)
+        self.q = float(p if q is None else q)
+        self.chunk_size = chunk_size
+
+    def extra_repr(self) -> str:
+        return f"p={self.p}, q={self.q}, " + super().extra_repr()
+
+    def _finish(self, power_sum: torch.Tensor) -> torch.Tensor:
+        """``-(power_sum)^(q/p) / tau``; exact zeros made safe for gradients when ``q < p``."""
+        if self.q == self.p:
+            delta = power_sum
+        else:
+            if self.q < self.p:  # x^(q/p) has an infinite slope at 0: keep x away from exact 0.
+                power_sum = power_sum.clamp_min(torch.finfo(power_sum.dtype).tiny)
+            delta = power_sum.pow(self.q / self.p)
+        return delta * (-1.0 / self.tau)
+
+    def _abs_pow(self, d: torch.Tensor) -> torch.Tensor:
+        if self.p == 2.0:
+            return d * d
+        d = d.abs()
+        if self.p == 1.0:
+            return d
+        if self.p < 1:  # |d|^p has an infinite slope at 0 for p < 1.
+            d = d.clamp_min(torch.finfo(d.dtype).tiny)
+        return d.pow(self.p)
+
+    def _power_sum_block(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        """``sum_k |x_ik - y_jk|^p`` for rows ``x`` (r, n) against ``y`` (N, n); shape (r, N)."""
+        return self._abs_pow(x.unsqueeze(1) - y.unsqueeze(0)).sum(dim=-1)
+
+    def pair_logits(self, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+        return self._finish(self._abs_pow(a - b).sum(dim=-1))
+
+    def negative_logits(self, a: torch.Tensor, neg: torch.Tensor) -> torch.Tensor:
+        # (B, M, n): the same size as the given negatives, so no chunking is needed.
+        return self._finish(self._abs_pow(a.unsqueeze(1) - neg).sum(dim=-1))
+
+    def cross_logits(self, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+        if self.p == 2.0 and self.q == 2.0:
+            # ‖a_i‖² + ‖b_j‖² − 2 a_iᵀb_j, one matmul; rounding can make it slightly negative.
+            b_sq = b.pow(2).sum(dim=-1).unsqueeze(0)
+            sq = torch.addmm(b_sq, a, b.T, alpha=-2.0) + a.pow(2).sum(dim=-1, keepdim=True)
+            sq = sq.clamp_min(0.0)
+            return sq * (-1.0 / self.tau)
+        return self._finish(self._pairwise_power_sum(a, b))
+
+    def _pairwise_power_sum(self, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+        if self.p == 1.0:
+            # torch.cdist's L1 kernel fuses difference, abs and sum in forward and backward (no
+            # B × B × n buffer) and is many times faster than the blockwise path on CPU.
+            return torch.cdist(a, b, p=1.0)
+        n_b, n = b.shape
+        rows = self.chunk_size or max(1, DEFAULT_BLOCK_ELEMENTS // max(1, n_b * n))
+        return _PairwisePowerSum.apply(a, b, self.p, rows)
+
+
+def _abs_pow_and_slope(d: torch.Tensor, p: float, need_slope: bool):
+    """``|d|^p`` and, if asked, its derivative ``p·sign(d)·|d|^(p-1)`` (0 at d = 0 for p ≥ 1)."""
+    if p == 1.0:
+        return d.abs(), (torch.sign(d) if need_slope else None)
+    if p == 2.0:
+        return d * d, (2.0 * d if need_slope else None)
+    ad = d.abs()
+    if p == 3.0:
+        return d * d * ad, (3.0 * d * ad if need_slope else None)
+    if p < 1:  # |d|^p has an infinite slope at 0 for p < 1: keep d away from exact 0.
+        ad = ad.clamp_min(torch.finfo(d.dtype).tiny)
+    val = ad.pow(p)
+    if not need_slope:
+        return val, None
+    return val, p * torch.sign(d) * ad.pow(p - 1)
+
+
+class _PairwisePowerSum(torch.autograd.Function):
+    r"""``S_ij = Σ_k |a_ik − b_jk|^p`` for ``a`` (N_a, n), ``b`` (N_b, n), in row blocks.
+
+    Forward and backward each walk over blocks of ``rows`` anchors, so memory stays at one
+    ``(rows, N_b, n)`` block while the autograd graph holds only ``a``, ``b`` — never the
+    ``N_a × N_b × n`` difference tensor. The backward uses
+    :math:`\partial S_{ij}/\partial a_{ik} = p\,\mathrm{sign}(d_{ijk})|d_{ijk}|^{p-1}` with
+    :math:`d = a_i - b_j`, and the negative for ``b``.
+    """
+
+    @staticmethod
+    def forward(ctx, a, b, p, rows):  # type: ignore[override]
+        ctx.save_for_backward(a, b)
+        ctx.p, ctx.rows = p, rows
+        out = a.new_empty(a.shape[0], b.shape[0])
+        for start in range(0, a.shape[0], rows):
+            d = a[start : start + rows].unsqueeze(1) - b.unsqueeze(0)
+            out[start : start + rows] = _abs_pow_and_slope(d, p, False)[0].sum(dim=-1)
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):  # type: ignore[override]
+        a, b = ctx.saved_tensors
+        grad_a = torch.empty_like(a) if ctx.needs_input_grad[0] else None
+        grad_b = torch.zeros_like(b) if ctx.needs_input_grad[1] else None
+        for start in range(0, a.shape[0], ctx.rows):
+            d = a[start : start + ctx.rows].unsqueeze(1) - b.unsqueeze(0)
+            slope = _abs_pow_and_slope(d, ctx.p, True)[1]
+            weighted = slope * grad[start : start + ctx.rows].unsqueeze(-1)
+            if grad_a is not None:
+                grad_a[start : start + ctx.rows] = weighted.sum(dim=1)
+            if grad_b is not None:
+                grad_b -= weighted.sum(dim=0)
+        return grad_a, grad_b, None, None

@@ -1,0 +1,273 @@
+"""InfoNCE / LpInfoNCE against a slow loop over candidates, closed forms, Theorem 1, memory."""
+
+import math
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+
+from unmix.errors import ConfigError
+from unmix.metrics import alignment_term, uniformity_term
+from unmix.objectives import InfoNCE, LpInfoNCE
+from unmix.objectives.infonce import _ContrastiveLoss
+
+
+def _feats(b, n, seed, sphere=True):
+    x = torch.randn(b, n, generator=torch.Generator().manual_seed(seed), dtype=torch.float64)
+    return x / x.norm(dim=-1, keepdim=True) if sphere else x
+
+
+def _dot(tau):
+    return lambda a, b: sum(x * y for x, y in zip(a.tolist(), b.tolist(), strict=True)) / tau
+
+
+def _lp(p, q, tau):
+    def s(a, b):
+        total = sum(abs(x - y) ** p for x, y in zip(a.tolist(), b.tolist(), strict=True))
+        return -(total ** (q / p)) / tau
+
+    return s
+
+
+def _loop_loss(sim, h, hp, neg=None, cross=True, same=False, self_pair=False, symmetric=False):
+    """Slow reference: list every candidate of every anchor, take −log softmax of the positive."""
+
+    def one(a, b):
+        total = 0.0
+        for i in range(len(a)):
+            pos = sim(a[i], b[i])
+            cands = [pos]
+            if neg is not None:
+                negs = neg if neg.ndim == 2 else neg[i]
+                cands += [sim(a[i], v) for v in negs]
+            else:
+                others = [j for j in range(len(a)) if j != i]
+                if cross:
+                    cands += [sim(a[i], b[j]) for j in others]
+                if same:
+                    cands += [sim(a[i], a[j]) for j in others]
+                if self_pair:
+                    cands.append(sim(a[i], a[i]))
+            mx = max(cands)
+            total += -(pos - mx) + math.log(sum(math.exp(c - mx) for c in cands))
+        return total / len(a)
+
+    return 0.5 * (one(h, hp) + one(hp, h)) if symmetric else one(h, hp)
+
+
+IN_BATCH_LAYOUTS = [
+    dict(),
+    dict(same_view_negatives=True),
+    dict(cross_view_negatives=False, same_view_negatives=True),
+    dict(cross_view_negatives=False, same_view_negatives=True, include_self=True),
+    dict(same_view_negatives=True, symmetric=True),
+    dict(symmetric=True),
+]
+
+
+def _ref_kwargs(kw):
+    return dict(
+        cross=kw.get("cross_view_negatives", True),
+        same=kw.get("same_view_negatives", False),
+        self_pair=kw.get("include_self", False),
+        symmetric=kw.get("symmetric", False),
+    )
+
+
+@pytest.mark.parametrize("kw", IN_BATCH_LAYOUTS)
+def test_infonce_in_batch_matches_loop(kw):
+    h, hp, tau = _feats(9, 4, 0), _feats(9, 4, 1), 0.4
+    loss = InfoNCE(tau=tau, **kw)(h, hp)
+    assert float(loss) == pytest.approx(_loop_loss(_dot(tau), h, hp, **_ref_kwargs(kw)), rel=1e-12)
+
+
+@pytest.mark.parametrize("shared", [True, False])
+@pytest.mark.parametrize("symmetric", [False, True])
+def test_infonce_external_matches_loop(shared, symmetric):
+    h, hp, tau = _feats(7, 3, 2), _feats(7, 3, 3), 0.7
+    neg = _feats(5, 3, 4) if shared else _feats(35, 3, 4).reshape(7, 5, 3)
+    loss = InfoNCE(tau=tau, negatives="external", symmetric=symmetric)(h, hp, neg)
+    ref = _loop_loss(_dot(tau), h, hp, neg=neg, symmetric=symmetric)
+    assert float(loss) == pytest.approx(ref, rel=1e-12)
+
+
+def test_default_in_batch_form_is_cross_entropy_of_the_similarity_matrix():
+    h, hp = _feats(16, 5, 5), _feats(16, 5, 6)
+    ref = F.cross_entropy(h @ hp.T / 0.3, torch.arange(16))
+    torch.testing.assert_close(InfoNCE(tau=0.3)(h, hp), ref, rtol=1e-12, atol=0)
+
+
+@pytest.mark.parametrize("kw", [*IN_BATCH_LAYOUTS])
+@pytest.mark.parametrize("cls", [InfoNCE, LpInfoNCE])
+def test_collapsed_features_give_log_number_of_candidates(cls, kw):
+    b = 6
+    h = _feats(1, 3, 7).repeat(b, 1)
+    loss_fn = cls(**kw)
+    k = loss_fn.n_candidates(b)
+    assert float(loss_fn(h, h.clone())) == pytest.approx(math.log(k), rel=1e-12)
+    expected_k = 1 + (b - 1) * kw.get("cross_view_negatives", True)
+    expected_k += (b - 1) * kw.get("same_view_negatives", False) + kw.get("include_self", False)
+    assert k == expected_k
+
+
+@pytest.mark.parametrize("cls", [InfoNCE, LpInfoNCE])
+def test_collapsed_external_gives_log_m_plus_one(cls):
+    h = _feats(1, 3, 8).repeat(4, 1)
+    loss_fn = cls(negatives="external")
+    assert float(loss_fn(h, h, h[:1].repeat(11, 1))) == pytest.approx(math.log(12), rel=1e-12)
+    assert loss_fn.n_candidates(4, 11) == 12
+
+
+def test_infonce_minus_log_m_is_bracketed_by_theorem_1_terms():
+    """Per anchor, (L − log M) − (align + unif) = log(1 + e^{s_pos}/Σ_m e^{s_m}) — exactly, so with
+    unit features 0 ≤ difference ≤ log(1 + e^{2/τ}/M) (Wang & Isola Thm. 1; paper Eq. 12–13)."""
+    tau, m = 0.5, 4000
+    h, hp, neg = _feats(64, 3, 9), _feats(64, 3, 10), _feats(m, 3, 11)
+    lhs = float(InfoNCE(tau=tau, negatives="external")(h, hp, neg)) - math.log(m)
+    rhs = float(alignment_term(h, hp, tau) + uniformity_term(h, tau, negatives=neg))
+    assert 0.0 <= lhs - rhs <= math.log1p(math.exp(2 / tau) / m)
+
+
+def test_numpy_scalars_are_accepted_as_parameters():
+    h, hp = _feats(5, 3, 25), _feats(5, 3, 26)
+    a = InfoNCE(tau=np.float32(0.5))(h, hp)
+    torch.testing.assert_close(a, InfoNCE(tau=0.5)(h, hp))
+    assert LpInfoNCE(p=np.int64(3)).p == 3.0
+
+
+def test_infonce_is_stable_for_tiny_temperatures():
+    h, hp = _feats(32, 4, 12).float(), _feats(32, 4, 13).float()
+    loss = InfoNCE(tau=1e-3, same_view_negatives=True)(h, hp)
+    assert torch.isfinite(loss)
+
+
+@pytest.mark.parametrize(
+    "p,q,kw",
+    [
+        (1.0, None, {}),
+        (2.0, None, {}),
+        (3.0, None, {}),  # odd p: needs |·|
+        (2.0, 1.0, {}),
+        (1.5, 3.0, dict(same_view_negatives=True)),
+        (3.0, None, dict(cross_view_negatives=False, same_view_negatives=True, include_self=True)),
+        (1.0, None, dict(symmetric=True, same_view_negatives=True)),
+    ],
+)
+@pytest.mark.parametrize("chunk_size", [None, 2])
+def test_lp_infonce_in_batch_matches_loop(p, q, kw, chunk_size):
+    h, hp, tau = _feats(7, 3, 14, sphere=False), _feats(7, 3, 15, sphere=False), 1.3
+    loss = LpInfoNCE(p=p, q=q, tau=tau, chunk_size=chunk_size, **kw)(h.requires_grad_(), hp)
+    ref = _loop_loss(_lp(p, p if q is None else q, tau), h.detach(), hp, **_ref_kwargs(kw))
+    assert float(loss.detach()) == pytest.approx(ref, rel=1e-10)
+
+
+@pytest.mark.parametrize("shared", [True, False])
+def test_lp_infonce_external_matches_loop(shared):
+    h, hp = _feats(5, 3, 16, sphere=False), _feats(5, 3, 17, sphere=False)
+    neg = (
+        _feats(4, 3, 18, sphere=False) if shared else _feats(20, 3, 18, sphere=False).view(5, 4, 3)
+    )
+    loss = LpInfoNCE(p=3.0, q=1.0, negatives="external", chunk_size=1)(h, hp, neg)
+    assert float(loss) == pytest.approx(_loop_loss(_lp(3.0, 1.0, 1.0), h, hp, neg=neg), rel=1e-10)
+
+
+def test_lp_gradients_pass_gradcheck_and_chunking_changes_nothing():
+    h, hp = _feats(6, 3, 19, sphere=False), _feats(6, 3, 20, sphere=False)
+    for p, chunk in [(3.0, 2), (1.5, None), (2.0, None)]:
+        fn = LpInfoNCE(p=p, chunk_size=chunk, same_view_negatives=True)
+        assert torch.autograd.gradcheck(
+            fn, (h.clone().requires_grad_(), hp.clone().requires_grad_())
+        )
+    assert torch.autograd.gradcheck(
+        InfoNCE(tau=0.5, same_view_negatives=True, symmetric=True),
+        (h.clone().requires_grad_(), hp.clone().requires_grad_()),
+    )
+    grads = []
+    for chunk in (None, 1, 4):
+        x = h.clone().requires_grad_()
+        LpInfoNCE(p=3.0, chunk_size=chunk, same_view_negatives=True)(x, hp).backward()
+        grads.append(x.grad)
+    torch.testing.assert_close(grads[1], grads[0], rtol=1e-12, atol=1e-14)
+    torch.testing.assert_close(grads[2], grads[0], rtol=1e-12, atol=1e-14)
+
+
+def test_lp_exact_ties_have_finite_gradients():
+    h = _feats(5, 3, 21, sphere=False)
+    h = torch.cat([h, h[:1]])  # a duplicated anchor: a zero distance off the diagonal
+    for p, q in [(0.5, None), (1.0, 0.5), (2.0, 1.0), (1.0, None)]:
+        x = h.clone().requires_grad_()
+        LpInfoNCE(p=p, q=q, same_view_negatives=True, chunk_size=2)(x, x + 0.1).backward()
+        assert torch.isfinite(x.grad).all(), (p, q)
+
+
+def test_lp_general_path_never_saves_a_b_by_b_by_n_tensor():
+    """Autograd keeps no (rows × B × n) block (the custom function recomputes blocks in backward):
+    checked by recording every tensor autograd saves."""
+    b, n = 48, 32
+
+    def total_saved(chunk_size):
+        sizes = {}  # storage pointer -> elements (a tensor saved twice is stored once)
+
+        def pack(t):
+            storage = t.untyped_storage()
+            sizes[storage.data_ptr()] = storage.nbytes() // t.element_size()
+            return t
+
+        h = _feats(b, n, 22, sphere=False).requires_grad_()
+        hp = _feats(b, n, 23, sphere=False)
+        with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+            loss = LpInfoNCE(p=3.0, chunk_size=chunk_size, same_view_negatives=True)(h, hp)
+        loss.backward()
+        assert torch.isfinite(h.grad).all()
+        return sum(sizes.values()), max(sizes.values())
+
+    for chunk_size in (b, 4):  # one block or many: autograd keeps O(B²) in all, independent of n
+        total, largest = total_saved(chunk_size)
+        assert largest <= b * (2 * b + 1) and total < 0.5 * b * b * n
+
+
+def test_configuration_errors_are_readable():
+    with pytest.raises(ConfigError, match="'tau' must be a positive finite number"):
+        InfoNCE(tau=0)
+    with pytest.raises(
+        ConfigError, match="'negatives' of InfoNCE must be 'in_batch' or 'external'"
+    ):
+        InfoNCE(negatives="memory_bank")
+    with pytest.raises(ConfigError, match="cannot be changed with negatives='external'"):
+        InfoNCE(negatives="external", same_view_negatives=True)
+    with pytest.raises(ConfigError, match="otherwise there are no negatives"):
+        InfoNCE(cross_view_negatives=False)
+    with pytest.raises(ConfigError, match="set same_view_negatives=True"):
+        LpInfoNCE(include_self=True)
+    with pytest.raises(ConfigError, match="'p' of LpInfoNCE must be a positive finite number"):
+        LpInfoNCE(p=0)
+    with pytest.raises(ConfigError, match="'q' of LpInfoNCE must be a positive finite number"):
+        LpInfoNCE(q=-1.0)
+    with pytest.raises(ConfigError, match="'chunk_size' of LpInfoNCE must be a positive integer"):
+        LpInfoNCE(chunk_size=0)
+    with pytest.raises(ConfigError, match="pass n_negatives"):
+        InfoNCE(negatives="external").n_candidates(4)
+
+
+def test_call_errors_are_readable():
+    h = _feats(4, 3, 24)
+    with pytest.raises(ConfigError, match="'h' and 'h_pos' must have the same shape"):
+        InfoNCE()(h, h[:3])
+    with pytest.raises(ConfigError, match="takes no 'h_neg'"):
+        InfoNCE()(h, h, h)
+    with pytest.raises(ConfigError, match="pass h_neg of shape"):
+        LpInfoNCE(negatives="external")(h, h)
+    with pytest.raises(ConfigError, match=r"'h_neg' must have shape \(4, M, 3\) or \(M, 3\)"):
+        InfoNCE(negatives="external")(h, h, torch.ones(5, 2, 3, dtype=torch.float64))
+    with pytest.raises(ConfigError, match="batch of at least 2"):
+        InfoNCE()(h[:1], h[:1])
+    with pytest.raises(ConfigError, match=r"'h' must be a floating tensor of shape \(B, n\)"):
+        InfoNCE()(h[0], h[0])
+
+
+def test_modules_are_documented_nn_modules():
+    for cls in (InfoNCE, LpInfoNCE):
+        assert issubclass(cls, _ContrastiveLoss) and issubclass(cls, torch.nn.Module)
+        assert "Eq." in cls.__doc__
+    assert "p=3.0" in repr(LpInfoNCE(p=3))
