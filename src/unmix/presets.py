@@ -234,3 +234,15 @@ def closest(name: str) -> str | None:
 
 def in_group(group: str) -> list[Preset]:
     return [p for p in PRESETS.values() if p.group == group]
+
+
+def _register_extra() -> None:
+    """Presets of other papers live in their own modules and join the registry here."""
+    try:
+        from unmix.presets_reizinger import build_presets
+    except ImportError:
+        return
+    PRESETS.update(build_presets())
+
+
+_register_extra()
