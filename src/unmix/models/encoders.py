@@ -4,7 +4,8 @@ r"""Encoders f: x → ẑ.
 :math:`n \to 10n \to 50n \to 50n \to 50n \to 50n \to 10n \to n` with LeakyReLU(0.01) after each
 hidden layer (≈ 854k parameters at n = 10), followed by a head (:mod:`unmix.models.heads`) that maps
 into the model's latent space. ``hidden`` gives the hidden widths as multiples of the input
-dimension, so depth and width are configurable.
+dimension, so depth and width are configurable. Optionally the input is standardised per
+dimension with a mean and standard deviation fixed before training (buffers, saved with the model).
 """
 
 from __future__ import annotations
@@ -40,9 +41,16 @@ class MLPEncoder(nn.Module):
         self.backbone = nn.Sequential(*layers)
         self.head = make_head(space, out_dim, radius, learn_radius)
         self.in_dim, self.out_dim = in_dim, out_dim
+        self.register_buffer("input_shift", torch.zeros(in_dim))
+        self.register_buffer("input_scale", torch.ones(in_dim))
+
+    def fit_input_standardization(self, x: torch.Tensor) -> None:
+        """Fix ``x ↦ (x − mean)/std`` (per dimension, from the sample ``x``) as the first step."""
+        self.input_shift.copy_(x.mean(dim=0))
+        self.input_scale.copy_(1.0 / x.std(dim=0).clamp_min(1e-12))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.head(self.backbone(x))
+        return self.head(self.backbone((x - self.input_shift) * self.input_scale))
 
 
 class IdentityEncoder(nn.Module):
