@@ -1,8 +1,10 @@
 """Training budgets: how long to train a preset.
 
 * ``smoke`` — seconds per run, for CI: proves the pipeline runs end to end, not that it converges.
-* ``quick`` — what unmix needs to get close to the paper on a 2-core CPU (found by the sweeps in
-  ``benchmarks/``; see docs/reproduce.md for the numbers behind it).
+* ``quick`` — what unmix needs to get close to the paper on a 2-core CPU: a base training recipe
+  plus per-preset overrides (:attr:`unmix.presets.Preset.quick`), which may also change model or
+  objective fields (e.g. τ, width, input standardisation) — departures from the paper made for
+  speed and listed in docs/reproduce.md with the search that found them.
 * ``paper`` — the paper's own optimisation: Adam, lr 1e-4, batch 6144, 300,000 steps (Appx A.3).
 """
 
@@ -48,10 +50,26 @@ BUDGETS: dict[str, dict[str, Any]] = {
 }
 
 
-def apply_budget(setting: Setting, budget: str) -> Setting:
-    """The setting with its ``train`` section replaced by the named budget."""
+def apply_budget(setting: Setting, budget: str, overrides: dict[str, Any] | None = None) -> Setting:
+    """The setting with its ``train`` section replaced by the named budget, then ``overrides``
+    (dotted paths, e.g. ``{"objective.tau": 0.1}``) applied."""
     if budget not in BUDGETS:
         raise ConfigError(f"--budget must be one of {', '.join(BUDGETS)}; got '{budget}'.")
     data = setting.to_dict()
     data["train"] = {**data["train"], **BUDGETS[budget]}
-    return Setting.from_dict(data)
+    out = Setting.from_dict(data)
+    return out.replace(**overrides) if overrides else out
+
+
+def load_with_budget(name_or_path: str, budget: str | None = None) -> Setting:
+    """A preset or YAML setting, with a budget applied (the preset's own ``quick`` overrides
+    included) when ``budget`` is given."""
+    from unmix import presets
+    from unmix.settings import load_setting
+
+    setting = load_setting(name_or_path)
+    if budget is None:
+        return setting
+    preset = presets.PRESETS.get(str(name_or_path))
+    overrides = preset.quick if (preset is not None and budget == "quick") else None
+    return apply_budget(setting, budget, overrides)

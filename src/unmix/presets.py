@@ -1,8 +1,9 @@
 """Presets: the papers' experiments as data — a setting plus the values the paper reports.
 
-Each :class:`Preset` holds a validated :class:`~unmix.settings.Setting` (its ``train`` section is
-the ``quick`` budget, see :mod:`unmix.budgets`), the paper's reported numbers (mean, std) and where
-they come from (table, row, column). Reports are computed from runs and put *beside* these values;
+Each :class:`Preset` holds a validated :class:`~unmix.settings.Setting` — the paper's experiment
+(latents, mixing, model, objective as published; the ``train`` section is a small default, the
+budgets of :mod:`unmix.budgets` replace it) — the overrides of its ``quick`` budget, the paper's
+reported numbers (mean, std) and where they come from (table, row, column). Reports are computed from runs and put *beside* these values;
 nothing here is a result.
 
 Names say table and row: ``zimmermann-table1-row1`` … ``zimmermann-table1-row12``,
@@ -14,6 +15,7 @@ from __future__ import annotations
 
 import difflib
 from dataclasses import dataclass, field
+from typing import Any
 
 from unmix.settings import Setting
 
@@ -31,6 +33,7 @@ class Preset:
     metric: str = "r2"
     paper: dict[str, tuple[float, float]] = field(default_factory=dict)
     group: str = ""
+    quick: dict[str, Any] = field(default_factory=dict)
 
 
 def _setting(

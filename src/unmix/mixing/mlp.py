@@ -19,6 +19,8 @@ bijection of :math:`\mathbb{R}^d` with an exact inverse.
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import torch
 import torch.nn.functional as F
@@ -94,6 +96,59 @@ def _draw_column_normalised(n: int, dim: int, rng: np.random.Generator) -> np.nd
     """``n`` matrices ``dim × dim`` (float64) with entries U(-1, 1) and unit-L2-norm columns."""
     w = rng.uniform(-1.0, 1.0, size=(n, dim, dim))
     return w / np.sqrt((w * w).sum(axis=-2, keepdims=True))
+
+
+@functools.lru_cache(maxsize=64)
+def _search_weights(
+    dim: int, n_layers: int, pool_size: int, quantile: float, seed: int, max_draws: int
+) -> tuple[float, tuple[tuple[np.ndarray, float, int], ...]]:
+    """The threshold and, per layer, ``(weight, condition number, draws)``: the paper's rule.
+
+    Deterministic in its arguments, so it is cached (a sweep builds the same mixing many times).
+    """
+    rng = np.random.default_rng(seed)
+    conds = []
+    left = pool_size
+    while left > 0:
+        n = min(_CHUNK, left)
+        conds.append(condition_number(_draw_column_normalised(n, dim, rng)))
+        left -= n
+    threshold = float(np.quantile(np.concatenate(conds), quantile))
+    layers = tuple(
+        _draw_layer(dim, threshold, rng, layer, seed, max_draws) for layer in range(n_layers)
+    )
+    for w, _, _ in layers:
+        w.setflags(write=False)
+    return threshold, layers
+
+
+def _draw_layer(
+    dim: int, threshold: float, rng: np.random.Generator, layer: int, seed: int, max_draws: int
+) -> tuple[np.ndarray, float, int]:
+    screen = threshold < 1e6  # the float64 lower bound is reliable far beyond this
+    drawn = 0
+    while drawn < max_draws:
+        n = min(_CHUNK, max_draws - drawn)
+        w = _draw_column_normalised(n, dim, rng)
+        if screen:
+            lb = condition_number_lower_bound(w)
+            cand = np.flatnonzero(~(lb > threshold * (1.0 + _SCREEN_SLACK)))
+        else:
+            cand = np.arange(n)
+        if cand.size > 0:
+            conds = condition_number(w[cand])
+            ok = np.flatnonzero(conds <= threshold)
+            if ok.size > 0:
+                i = int(ok[0])
+                j = int(cand[i])
+                return w[j].copy(), float(conds[i]), drawn + j + 1
+        drawn += n
+    raise ConfigError(
+        f"InvertibleMLP(seed={seed}): layer {layer} found no matrix with condition "
+        f"number <= {threshold:.4g} in max_draws_per_layer={max_draws} draws "
+        "(the pool minimum can be very rare). Use another seed, raise max_draws_per_layer, "
+        "or set cond_quantile > 0 (e.g. 1e-3)."
+    )
 
 
 class InvertibleMLP(Mixing):
@@ -175,52 +230,18 @@ class InvertibleMLP(Mixing):
         self.max_draws_per_layer = check_dim_arg("max_draws_per_layer", max_draws_per_layer, owner)
         dtype = resolve_dtype(dtype, owner)
 
-        rng = np.random.default_rng(self.seed)
-        self.cond_threshold = self._pool_threshold(rng)
-        self.layer_conds: list[float] = []
-        self.n_draws: list[int] = []
-        for layer in range(self.n_layers):
-            w, cond, draws = self._draw_layer(rng, layer)
-            self.register_buffer(f"weight_{layer}", torch.from_numpy(w).to(dtype))
-            self.layer_conds.append(cond)
-            self.n_draws.append(draws)
-
-    # ------------------------------------------------------------------------- construction
-    def _pool_threshold(self, rng: np.random.Generator) -> float:
-        conds = []
-        left = self.cond_pool_size
-        while left > 0:
-            n = min(_CHUNK, left)
-            conds.append(condition_number(_draw_column_normalised(n, self.dim_in, rng)))
-            left -= n
-        return float(np.quantile(np.concatenate(conds), self.cond_quantile))
-
-    def _draw_layer(self, rng: np.random.Generator, layer: int) -> tuple[np.ndarray, float, int]:
-        threshold = self.cond_threshold
-        screen = threshold < 1e6  # the float64 lower bound is reliable far beyond this
-        drawn = 0
-        while drawn < self.max_draws_per_layer:
-            n = min(_CHUNK, self.max_draws_per_layer - drawn)
-            w = _draw_column_normalised(n, self.dim_in, rng)
-            if screen:
-                lb = condition_number_lower_bound(w)
-                cand = np.flatnonzero(~(lb > threshold * (1.0 + _SCREEN_SLACK)))
-            else:
-                cand = np.arange(n)
-            if cand.size > 0:
-                conds = condition_number(w[cand])
-                ok = np.flatnonzero(conds <= threshold)
-                if ok.size > 0:
-                    i = int(ok[0])
-                    j = int(cand[i])
-                    return w[j].copy(), float(conds[i]), drawn + j + 1
-            drawn += n
-        raise ConfigError(
-            f"InvertibleMLP(seed={self.seed}): layer {layer} found no matrix with condition "
-            f"number <= {threshold:.4g} in max_draws_per_layer={self.max_draws_per_layer} draws "
-            "(the pool minimum can be very rare). Use another seed, raise max_draws_per_layer, "
-            "or set cond_quantile > 0 (e.g. 1e-3)."
+        self.cond_threshold, layers = _search_weights(
+            self.dim_in,
+            self.n_layers,
+            self.cond_pool_size,
+            self.cond_quantile,
+            self.seed,
+            self.max_draws_per_layer,
         )
+        self.layer_conds: list[float] = [cond for _, cond, _ in layers]
+        self.n_draws: list[int] = [draws for _, _, draws in layers]
+        for layer, (w, _, _) in enumerate(layers):
+            self.register_buffer(f"weight_{layer}", torch.from_numpy(w.copy()).to(dtype))
 
     # ---------------------------------------------------------------------------- interface
     @property

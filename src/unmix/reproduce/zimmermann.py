@@ -42,7 +42,8 @@ class ReproduceReport:
 def column_setting(preset: presets.Preset, column: str, budget: str, seed: int) -> Setting:
     """The setting for one column of a row: the unsupervised model, the Identity baseline (score
     g(z) itself: no encoder, no training) or the Supervised baseline (MSE to z, same model space)."""
-    s = apply_budget(preset.setting, budget).replace(**{"seeds.data": seed, "seeds.train": seed})
+    overrides = preset.quick if budget == "quick" else {}
+    s = apply_budget(preset.setting, budget, {**overrides, "seeds.data": seed, "seeds.train": seed})
     data = s.to_dict()
     if column == "identity":
         data["model"] = {**data["model"], "kind": "identity"}

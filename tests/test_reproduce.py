@@ -1,0 +1,43 @@
+import pandas as pd
+from typer.testing import CliRunner
+
+from unmix import presets
+from unmix.cli import app
+from unmix.reproduce.zimmermann import column_setting, plan
+
+runner = CliRunner()
+
+
+def test_plan_runs_baselines_only_where_the_paper_reports_them(tmp_path):
+    items = plan("zimmermann-table1", "smoke", 2, tmp_path)
+    cols = {(p.name, c) for p, c, _, _ in items}
+    assert ("zimmermann-table1-row1", "identity") in cols
+    assert ("zimmermann-table1-row2", "identity") not in cols
+    assert len(items) == 2 * (12 + 5 + 5)
+    assert len({job.run_dir for *_, job in items}) == len(items)
+
+
+def test_column_settings():
+    p = presets.get("zimmermann-table1-row5")
+    ident = column_setting(p, "identity", "smoke", 3)
+    assert ident.model.kind == "identity" and ident.train.steps == 0
+    assert ident.seeds.data == 3 and ident.seeds.train == 3
+    sup = column_setting(p, "supervised", "smoke", 0)
+    assert sup.objective.kind == "supervised" and sup.model.space == "unbounded"
+
+
+def test_reproduce_table1_smoke_end_to_end(tmp_path):
+    """The CI smoke run: every row of Table 1 trains briefly and the report sits beside the paper."""
+    out = tmp_path / "results"
+    result = runner.invoke(app, ["reproduce", "zimmermann-table1", "--budget", "smoke",
+                                 "--out", str(out), "--workers", "1"])
+    assert result.exit_code == 0, result.output
+    df = pd.read_csv(out / "smoke" / "zimmermann-table1.csv")
+    assert len(df) == 12 + 5 + 5
+    assert df["r2"].between(-1, 1).all()
+    md = (out / "smoke" / "zimmermann-table1.md").read_text()
+    assert "99.42 ± 0.05" in md and md.count("\n| ") == 13  # header + 12 rows
+    # a second call finds every run finished and trains nothing
+    again = runner.invoke(app, ["reproduce", "zimmermann-table1", "--budget", "smoke",
+                                "--out", str(out)])
+    assert again.exit_code == 0 and again.output.count("skip") == len(df)
