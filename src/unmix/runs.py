@@ -107,8 +107,9 @@ def load_checkpoint(path: Path) -> dict[str, Any]:
         return torch.load(path, map_location="cpu", weights_only=False)
     except Exception as err:  # torch raises many types for a damaged file
         raise CheckpointError(
-            f"Checkpoint {path} is corrupt or unreadable ({type(err).__name__}: {err}). Delete it to "
-            "start the run afresh (metrics.csv and summary.json are left untouched)."
+            f"Checkpoint {path} is corrupt or unreadable ({type(err).__name__}: {err}). Nothing was "
+            "changed: to start afresh, train into a new --out directory (the old metrics.csv and "
+            "summary.json stay where they are)."
         ) from None
 
 
