@@ -166,6 +166,20 @@ FIG2_BOX_INVVARS = (1.0, 10.0, 100.0, 400.0, 1000.0, 10000.0)
 FIG2_BOX_CONDITIONAL_SCALE = 0.05
 
 
+def quick_overrides(setting: Setting) -> dict[str, Any]:
+    """Per-preset part of the ``quick`` budget, by the rule the search found
+    (docs/quick_budget_search.md): on the sphere, τ = 1/κ for a vMF conditional (10,000 steps when
+    κ ≤ 1, where the signal is weakest; 3,000 otherwise) and τ = 0.05 for projected noise of scale
+    0.05 (8,000 steps); box and R^N rows keep the paper's τ = 1 (4,000 and 5,000 steps)."""
+    lat = setting.latent
+    if lat.space == "sphere":
+        if lat.conditional.kind == "vmf":
+            kappa = lat.conditional.kappa
+            return {"objective.tau": 1.0 / kappa, "train.steps": 10_000 if kappa <= 1 else 3000}
+        return {"objective.tau": 0.05, "train.steps": 8000}
+    return {"train.steps": 4000 if lat.space == "box" else 5000}
+
+
 def _build() -> dict[str, Preset]:
     out: dict[str, Preset] = {}
     for i, (space, marg, cond, mspace, obj, paper) in enumerate(_TABLE1, start=1):
@@ -211,6 +225,8 @@ def _build() -> dict[str, Preset]:
             {},
             "zimmermann-fig2",
         )
+    for p in out.values():
+        p.quick.update(quick_overrides(p.setting))
     return out
 
 
