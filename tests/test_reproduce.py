@@ -41,3 +41,33 @@ def test_reproduce_table1_smoke_end_to_end(tmp_path):
     again = runner.invoke(app, ["reproduce", "zimmermann-table1", "--budget", "smoke",
                                 "--out", str(out)])
     assert again.exit_code == 0 and again.output.count("skip") == len(df)
+
+
+def test_quick_budget_rule_matches_tau_to_the_conditional():
+    from unmix.budgets import load_with_budget
+
+    row2 = load_with_budget("zimmermann-table1-row2", "quick")  # vMF κ = 10 → τ = 1/κ
+    assert row2.objective.tau == 0.1 and row2.model.standardize_input
+    assert load_with_budget("zimmermann-table1-row4", "quick").objective.tau == 0.05
+    paper = load_with_budget("zimmermann-table1-row2", "paper")  # the paper's own recipe
+    assert paper.objective.tau == 1.0 and paper.train.batch_size == 6144
+    assert paper.model.hidden == (10, 50, 50, 50, 50, 10) and not paper.model.standardize_input
+
+
+def test_fig2_report_plots_r2_beside_the_mass_to_move(tmp_path):
+    from unmix.reproduce.zimmermann import fig2_report
+
+    rows = [{"preset": p.name, "column": "unsupervised", "r2": 0.9}
+            for p in presets.in_group("zimmermann-fig2")]
+    md = fig2_report(rows, tmp_path)
+    assert (tmp_path / "zimmermann-fig2.png").stat().st_size > 10_000
+    assert md.count("| sphere |") == len(presets.FIG2_SPHERE_KAPPAS)
+    assert "| sphere | κ = 1 | 90.00 | 12.8 |" in md  # mass to move for vMF(κ=1) on S⁹: 12.83 %
+
+
+def test_identity_column_ignores_input_standardisation():
+    from unmix.train import train
+
+    s = column_setting(presets.get("zimmermann-table1-row1"), "identity", "quick", 0)
+    assert s.model.standardize_input  # inherited from the quick budget, harmless for identity
+    assert 0.5 < train(s).summary["r2"] < 0.8

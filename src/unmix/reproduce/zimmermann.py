@@ -177,13 +177,13 @@ def fig2_report(rows: list[dict], out: Path) -> str:
         return float(np.mean(vals)) if vals else float("nan")
 
     sphere = [
-        (k, r2_of(f"zimmermann-fig2-sphere-kappa{k:g}"), float(mass_to_move_vmf(10, k)))
+        (k, r2_of(f"zimmermann-fig2-sphere-kappa{k:g}"), mass_to_move_vmf(10, k).value)
         for k in presets.FIG2_SPHERE_KAPPAS
     ]
     box = []
     for iv in presets.FIG2_BOX_INVVARS:
-        mass = mass_to_move_box_normal(10, iv**-0.5)
-        box.append((iv, r2_of(f"zimmermann-fig2-box-invvar{iv:g}"), float(np.ravel(mass)[0])))
+        mass = mass_to_move_box_normal(10, iv**-0.5).value
+        box.append((iv, r2_of(f"zimmermann-fig2-box-invvar{iv:g}"), mass))
     fig, axes = plt.subplots(1, 2, figsize=(10, 3.8))
     for ax, data, xlabel, cond in (
         (axes[0], sphere, "κ of the vMF marginal", 1.0),
