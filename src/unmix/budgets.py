@@ -16,9 +16,9 @@ from unmix.errors import ConfigError
 from unmix.settings import Setting
 
 BUDGETS: dict[str, dict[str, Any]] = {
-    "smoke": {"train.steps": 30, "train.batch_size": 256, "train.lr": 1e-3,
-              "train.lr_schedule": "constant", "train.warmup_steps": 0, "train.eval_every": 30,
-              "train.eval_samples": 512, "train.checkpoint_every": 30},
+    "smoke": {"train.steps": 20, "train.batch_size": 128, "train.lr": 1e-3,
+              "train.lr_schedule": "constant", "train.warmup_steps": 0, "train.eval_every": 20,
+              "train.eval_samples": 256, "train.checkpoint_every": 20},
     # Found by the search in docs/quick_budget_search.md: a wide-shallow encoder (3 hidden layers of
     # 20·N units instead of the paper's 6) on standardised inputs, a larger learning rate with
     # warm-up and cosine decay; each preset adds its own τ and step count (Preset.quick).

@@ -52,8 +52,8 @@ def settings(show: Annotated[str | None, typer.Option(help="Print this preset's 
             p.name,
             s.latent.space,
             s.latent.marginal.label(),
-            s.latent.conditional.label(),
-            s.model.space,
+            s.latent.conditional.label() if s.latent.conditional else "–",
+            s.model.space if s.model.kind != "vae" else f"vae ({s.model.vae.prior} prior)",
             s.objective.label(),
             p.source.split(", ", 1)[-1],
         )
@@ -95,14 +95,19 @@ def train(
     device: Annotated[str, typer.Option(help="cpu, cuda, cuda:N or auto.")] = "cpu",
     out: Annotated[Path | None, typer.Option(help="Run directory.")] = None,
     resume: Annotated[bool, typer.Option(help="Continue the run in --out.")] = False,
+    budget: Annotated[
+        str | None,
+        typer.Option(help="smoke, quick or paper: replace the training budget (quick includes the "
+                     "preset's own recipe); --steps, --batch-size and --lr still win."),
+    ] = None,
     progress: Annotated[bool, typer.Option(help="Show a progress bar.")] = True,
 ):
     """Train an encoder on a setting and write a run directory (config, metrics.csv, summary.json)."""
-    from unmix.settings import load_setting
+    from unmix.budgets import load_with_budget
     from unmix.train import train as run_training
 
     try:
-        s = load_setting(setting)
+        s = load_with_budget(setting, budget)
         updates = {
             "train.steps": steps,
             "train.batch_size": batch_size,
@@ -157,7 +162,11 @@ def verify(
 @app.command()
 def reproduce(
     target: Annotated[
-        str, typer.Argument(help="zimmermann-table1, zimmermann-table2 or zimmermann-fig2.")
+        str,
+        typer.Argument(
+            help="zimmermann-table1, zimmermann-table2, zimmermann-fig2, reizinger-fig2, "
+            "reizinger-fig3 or reizinger-fig4."
+        ),
     ],
     budget: Annotated[
         str, typer.Option(help="smoke (seconds), quick (CPU-sized) or paper (300k steps).")
@@ -187,9 +196,14 @@ def reproduce(
         console.print(f"  {tag} {oc.job.setting.name} seed {oc.job.setting.seeds.train}: {extra}")
 
     try:
-        report = run_reproduce(
-            target, budget, seeds, workers, out, baselines, device, backend, done
-        )
+        if target.startswith("reizinger"):
+            from unmix.reproduce.reizinger import reproduce as run_reizinger
+
+            report = run_reizinger(target, budget, seeds, workers, out, device, backend, done)
+        else:
+            report = run_reproduce(
+                target, budget, seeds, workers, out, baselines, device, backend, done
+            )
     except UnmixError as err:
         _fail(err)
     console.print(report.markdown, markup=False, highlight=False)

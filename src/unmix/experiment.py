@@ -12,25 +12,92 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
+from unmix.errors import ConfigError
 from unmix.latents import LatentProcess, build_latent_process
-from unmix.settings import MixingSpec, ModelSpec, ObjectiveSpec, Setting
+from unmix.settings import LatentSpec, MixingSpec, ModelSpec, ObjectiveSpec, Setting
 
 EVAL_STREAM = 1_000_003  # offset that separates the evaluation stream from the mixing's seed
+INPUT_STREAM = 2_000_003  # offset of the sample that fixes the input standardisation
+CENTER_STREAM = 2_000_029  # stream of the draws that estimate the observations' mean
+LINEAR_STREAM = 3_000_017  # seed offset of the linear map in "moebius+linear"
+ELBO_EVAL_STREAM = 4_000_037  # reparameterisation noise of the evaluation ELBO
+ELBO_EVAL_SAMPLES = 8  # reparameterised draws per observation in the evaluation ELBO
 
 
-def build_mixing(spec: MixingSpec, dim: int, seed: int) -> nn.Module:
-    from unmix.mixing import InvertibleMLP
+class Centred(nn.Module):
+    """``x = g(z) − offset``: a mixing followed by a fixed shift (mean-centred observations).
+
+    Jacobian, log|det J| and c_IMA are those of ``g``; the inverse is ``g⁻¹(x + offset)``.
+    """
+
+    def __init__(self, inner: nn.Module, offset: torch.Tensor) -> None:
+        super().__init__()
+        self.inner = inner
+        self.register_buffer("offset", offset)
+
+    def forward(self, z: torch.Tensor) -> torch.Tensor:
+        return self.inner(z) - self.offset
+
+    def inverse(self, x: torch.Tensor) -> torch.Tensor:
+        return self.inner.inverse(x + self.offset)
+
+    def jacobian(self, z: torch.Tensor) -> torch.Tensor:
+        return self.inner.jacobian(z)
+
+    def log_abs_det_jacobian(self, z: torch.Tensor) -> torch.Tensor:
+        return self.inner.log_abs_det_jacobian(z)
+
+
+def build_mixing(
+    spec: MixingSpec, dim: int, seed: int, latent: LatentSpec | None = None
+) -> nn.Module:
+    """The mixing g of ``spec``, seeded by the data seed; mean-centred if ``spec.center`` (which
+    needs the ``latent`` spec to draw z ~ p(z))."""
+    from unmix import mixing as mx
 
     if spec.kind == "identity":
-        return nn.Identity()
-    return InvertibleMLP(
-        dim,
-        n_layers=spec.n_layers,
-        negative_slope=spec.negative_slope,
-        cond_pool_size=spec.cond_pool_size,
-        cond_quantile=spec.cond_quantile,
-        seed=seed,
-    )
+        g: nn.Module = nn.Identity()
+    elif spec.kind == "invertible_mlp":
+        g = mx.InvertibleMLP(
+            dim,
+            n_layers=spec.n_layers,
+            negative_slope=spec.negative_slope,
+            cond_pool_size=spec.cond_pool_size,
+            cond_quantile=spec.cond_quantile,
+            seed=seed,
+        )
+    elif spec.kind == "moebius":
+        g = mx.Moebius(dim, seed=seed)
+    elif spec.kind == "volume_preserving":
+        g = mx.VolumePreservingLinear(dim, seed=seed, dtype=torch.get_default_dtype())
+    elif spec.kind == "moebius+linear":
+        g = mx.Compose(
+            mx.Moebius(dim, seed=seed),
+            mx.VolumePreservingLinear(
+                dim, seed=seed + LINEAR_STREAM, dtype=torch.get_default_dtype()
+            ),
+        )
+    elif spec.kind == "smooth_leaky_mlp":
+        g = mx.SmoothLeakyMLP(
+            dim, n_layers=spec.n_layers, negative_slope=spec.negative_slope, seed=seed
+        )
+    else:
+        g = mx.TriangularMLP(
+            dim, n_layers=spec.n_layers, negative_slope=spec.negative_slope, seed=seed
+        )
+    if not spec.center:
+        return g
+    if latent is None:
+        raise ConfigError(
+            "mixing.center needs the latent spec to estimate the mean of g(z): pass latent= "
+            "to build_mixing"
+        )
+    process = build_latent_process(latent)
+    gen = torch.Generator().manual_seed(seed + CENTER_STREAM)
+    with torch.no_grad():
+        z = process.sample(spec.center_samples, gen)
+        offset = torch.cat([g(c).double() for c in z.split(8192)]).mean(0)
+    return Centred(g, offset.to(torch.get_default_dtype()))
 
 
 def build_encoder(spec: ModelSpec, in_dim: int, out_dim: int, seed: int) -> nn.Module:
@@ -51,9 +118,38 @@ def build_encoder(spec: ModelSpec, in_dim: int, out_dim: int, seed: int) -> nn.M
         )
 
 
+def build_vae(setting: Setting, mixing: nn.Module, seed: int) -> nn.Module:
+    """Paper 004's :class:`~unmix.models.vae.GaussianVAE` for a ``model.kind: vae`` setting; its
+    decoder is the (frozen) mixing itself when ``model.vae.decoder`` is ``ground_truth``."""
+    from unmix.models.vae import GaussianVAE, VAEPrior
+
+    spec, v = setting.model, setting.model.vae
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        return GaussianVAE(
+            setting.latent.dim,
+            hidden=spec.hidden,
+            negative_slope=spec.negative_slope,
+            prior=VAEPrior(
+                v.prior,
+                v.prior_alpha if v.prior == "beta" else 1.0,
+                v.prior_beta if v.prior == "beta" else 1.0,
+            ),
+            gamma2=v.gamma2,
+            learn_gamma=v.learn_gamma,
+            decoder=mixing if v.decoder == "ground_truth" else None,
+            gamma2_warmup_steps=v.gamma2_warmup_steps,
+            gamma2_start=v.gamma2_start,
+        )
+
+
 def build_objective(spec: ObjectiveSpec) -> nn.Module:
     from unmix import objectives as ob
 
+    if spec.kind == "elbo":
+        from unmix.objectives.elbo import ELBO
+
+        return ELBO(kl_weight=spec.kl_weight, mc_samples=spec.mc_samples)
     if spec.kind == "infonce":
         return ob.InfoNCE(tau=spec.tau, negatives=spec.negatives, symmetric=spec.symmetric)
     if spec.kind == "lp_infonce":
@@ -67,6 +163,10 @@ def build_objective(spec: ObjectiveSpec) -> nn.Module:
 
 @dataclass
 class Experiment:
+    """The built objects of a setting. ``encoder`` is the trained model: the encoder f, or for
+    ``model.kind: vae`` the whole :class:`~unmix.models.vae.GaussianVAE` (encoder, decoder and,
+    if learned, γ²), so that one trainer optimises and checkpoints either."""
+
     setting: Setting
     process: LatentProcess
     mixing: nn.Module
@@ -79,9 +179,17 @@ class Experiment:
         device = torch.device(device)
         lat = setting.latent
         process = build_latent_process(lat, device=device)
-        mixing = build_mixing(setting.mixing, lat.dim, setting.seeds.data).to(device)
+        mixing = build_mixing(setting.mixing, lat.dim, setting.seeds.data, lat).to(device)
         mixing.requires_grad_(False)
-        encoder = build_encoder(setting.model, lat.dim, lat.dim, setting.seeds.train).to(device)
+        if setting.model.kind == "vae":
+            encoder = build_vae(setting, mixing, setting.seeds.train).to(device)
+        else:
+            encoder = build_encoder(setting.model, lat.dim, lat.dim, setting.seeds.train)
+            encoder = encoder.to(device)
+            if setting.model.standardize_input and setting.model.kind == "mlp":
+                g = torch.Generator(device=device).manual_seed(setting.seeds.data + INPUT_STREAM)
+                with torch.no_grad():
+                    encoder.fit_input_standardization(mixing(process.sample(4096, g)))
         objective = build_objective(setting.objective).to(device)
         return cls(setting, process, mixing, encoder, objective, device)
 
@@ -97,6 +205,11 @@ class Experiment:
     def loss(self, generator: torch.Generator, batch_size: int) -> torch.Tensor:
         """One minibatch loss: draw (z, z̃) [and negatives], mix, encode, score."""
         obj = self.setting.objective
+        if obj.kind == "elbo":
+            x = self.mixing(self.process.sample(batch_size, generator))
+            loss = self.objective(self.encoder, x, generator)
+            self.encoder.advance()  # one more training step (drives a γ² warm-up)
+            return loss
         z, z_pos = self.process.sample_pairs(batch_size, generator)
         if obj.kind == "supervised":
             return self.objective(self.encoder(self.mixing(z)), z)
@@ -112,8 +225,13 @@ class Experiment:
 
     @torch.no_grad()
     def evaluate(self, z: torch.Tensor, chunk: int = 8192) -> dict[str, float]:
-        """R² (held-out and in-sample) and MCC of f(g(z)) against z (see :mod:`unmix.metrics`)."""
+        """R² (held-out and in-sample) and MCC of f(g(z)) against z (see :mod:`unmix.metrics`).
+
+        For a VAE, ẑ is the posterior mean and more is reported: see :func:`evaluate_vae`."""
         from unmix.metrics import mcc, r2_affine
+
+        if self.setting.model.kind == "vae":
+            return evaluate_vae(self, z, chunk)
 
         was_training = self.encoder.training
         self.encoder.eval()
@@ -127,3 +245,119 @@ class Experiment:
             "r2_in_sample": float(r2_affine(z_np, zh_np, in_sample=True).r2),
             "mcc": float(mcc(z_np, zh_np).mcc),
         }
+
+
+VAE_METRICS = (
+    "r2",
+    "r2_in_sample",
+    "mcc",
+    "mcc_sample",
+    "elbo",
+    "reconstruction",
+    "kl",
+    "gamma2",
+    "posterior_var",
+    "eq12_rhs",
+    "eq12_log_ratio",
+    "recon_error",
+    "c_ima",
+    "c_ima_mean_jacobian",
+    "c_ima_mixing",
+)
+
+
+@torch.no_grad()
+def evaluate_vae(exp: Experiment, z: torch.Tensor, chunk: int = 8192) -> dict[str, float]:
+    r"""Scores of a VAE on the evaluation latents ``z`` (x = g(z)); paper 004, Secs. 3–4.
+
+    * ``mcc``, ``r2``, ``r2_in_sample`` — of the **posterior means** :math:`\mathbb E_q[z|x]`
+      against z (``mcc_sample``: MCC of one posterior *sample* per x, for comparison);
+    * ``elbo`` (= ``reconstruction`` − ``kl``) — mean ELBO per observation in nats, with
+      :data:`ELBO_EVAL_SAMPLES` reparameterised draws from a fixed stream of the data seed (the
+      training generator is not touched); ``gamma2`` — the current decoder precision;
+    * eq. (12) — ``posterior_var``: geometric mean over x and k of :math:`\sigma_k^2(x)`;
+      ``eq12_rhs``: geometric mean of :math:`(-\partial_k^2\log p_U(\mu_k) + \gamma^2\lVert
+      [J_{f\circ h}(\mu)]_{:k}\rVert^2)^{-1}` (at the encoder mean :math:`\mu(x)` in place of
+      :math:`g(x)`); ``eq12_log_ratio``: mean :math:`|\log(\sigma_k^2/\text{rhs}_k)|`;
+    * ``recon_error`` — self-consistency, mean :math:`\lVert x - f(h(\mu(x)))\rVert_2`;
+    * ``c_ima`` — :math:`C_{IMA}` of the decoder: mean of per-sample :math:`c_{IMA}` at the
+      encoder means; ``c_ima_mean_jacobian`` — :math:`c_{IMA}` of the mean Jacobian over the
+      evaluation set, the (different, smaller) quantity paper 004's code logged, for comparison
+      only; ``c_ima_mixing`` — :math:`C_{IMA}` of the true mixing at z;
+    * with ``model.vae.decoder: ground_truth`` also ``log_px`` — mean :math:`\log p(x)` by the
+      change of variables (paper 004, eq. (4); exact as :math:`\gamma \to \infty`),
+      :math:`\log p_0(z) - \log|\det J_g(z)|`; ``l_ima`` = ``log_px`` − ``c_ima_mixing`` (the
+      IMA-regularised log-likelihood, eq. (6)); ``gap`` = ``log_px`` − ``elbo``.
+    """
+    from unmix.metrics import c_ima_from_jacobian, mcc, r2_affine
+    from unmix.metrics.c_ima import batched_jacobian
+
+    vae, objective = exp.encoder, exp.objective
+    was_training = vae.training
+    vae.eval()
+    gen = exp.generator(exp.setting.seeds.data + ELBO_EVAL_STREAM)
+    parts: dict[str, list[torch.Tensor]] = {}
+
+    def keep(name: str, t: torch.Tensor) -> None:
+        parts.setdefault(name, []).append(t.detach())
+
+    gamma2 = vae.gamma2
+    ground_truth = exp.setting.model.vae.decoder == "ground_truth"
+    has_jac = hasattr(exp.mixing, "jacobian")
+    for zc in z.split(chunk):
+        x = exp.mixing(zc)
+        mu, logvar = vae.encode(x)
+        keep("z_mean", vae.prior.posterior_mean(mu, logvar))
+        eps = torch.randn(mu.shape, generator=gen, dtype=mu.dtype, device=mu.device)
+        keep("z_sample", vae.prior.to_latent(mu + torch.exp(0.5 * logvar) * eps))
+        t = objective.terms(vae, x, gen, mc_samples=ELBO_EVAL_SAMPLES)
+        keep("elbo", t.elbo)
+        keep("reconstruction", t.reconstruction)
+        keep("kl", t.kl)
+        keep("logvar", logvar)
+        keep("recon_error", (x - vae.decode(mu)).norm(dim=-1))
+        with torch.enable_grad():
+            jac = batched_jacobian(vae.decode, mu).to(torch.float64)
+        col2 = jac.pow(2).sum(-2)
+        rhs = 1.0 / (vae.prior.curvature_u(mu).double() + gamma2.double() * col2)
+        keep("log_rhs", rhs.log())
+        keep("c_ima", c_ima_from_jacobian(jac))
+        keep("jac", jac)
+        if has_jac:
+            keep("c_ima_mixing", c_ima_from_jacobian(exp.mixing.jacobian(zc).to(torch.float64)))
+        if ground_truth:
+            keep(
+                "log_px",
+                vae.prior.log_prob_z(zc).sum(-1) - exp.mixing.log_abs_det_jacobian(zc),
+            )
+    vae.train(was_training)
+    cat = {k: torch.cat(v) for k, v in parts.items()}
+    logvar = cat["logvar"].double()
+    out = {k: float("nan") for k in VAE_METRICS}
+    z_np = z.double().cpu().numpy()
+    for name, key in (("z_mean", "mcc"), ("z_sample", "mcc_sample")):
+        zh = cat[name]
+        if torch.isfinite(zh).all():
+            zh_np = zh.double().cpu().numpy()
+            out[key] = float(mcc(z_np, zh_np).mcc)
+            if key == "mcc":
+                out["r2"] = float(r2_affine(z_np, zh_np).r2)
+                out["r2_in_sample"] = float(r2_affine(z_np, zh_np, in_sample=True).r2)
+    out.update(
+        elbo=float(cat["elbo"].double().mean()),
+        reconstruction=float(cat["reconstruction"].double().mean()),
+        kl=float(cat["kl"].double().mean()),
+        gamma2=float(gamma2),
+        posterior_var=float(logvar.mean().exp()),
+        eq12_rhs=float(cat["log_rhs"].mean().exp()),
+        eq12_log_ratio=float((logvar - cat["log_rhs"]).abs().mean()),
+        recon_error=float(cat["recon_error"].double().mean()),
+        c_ima=float(cat["c_ima"].mean()),
+        c_ima_mean_jacobian=float(c_ima_from_jacobian(cat["jac"].mean(0))),
+    )
+    if has_jac:
+        out["c_ima_mixing"] = float(cat["c_ima_mixing"].mean())
+    if ground_truth:
+        log_px = float(cat["log_px"].double().mean())
+        out.update(log_px=log_px, l_ima=log_px - out["c_ima_mixing"], gap=log_px - out["elbo"])
+    return out

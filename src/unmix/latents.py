@@ -113,10 +113,22 @@ def make_marginal(spec: LatentSpec, space: Space, dtype=torch.float32, device=No
     return _euclidean_family(m, centre, space if isinstance(space, Box) else None)
 
 
+def _no_conditional(z: torch.Tensor) -> Distribution:
+    from unmix.errors import ConfigError
+
+    raise ConfigError(
+        "this setting's latent has no conditional, so there are no positive pairs: add "
+        "latent.conditional (e.g. {kind: normal, scale: 0.05}) or draw z with sample(n)"
+    )
+
+
 def make_conditional(spec: LatentSpec, space: Space) -> ConditionalFactory:
     """z ↦ p(z̃ | z): vMF / projected noise on the (unit) sphere, truncated noise on the box, exact
-    noise on R^N."""
+    noise on R^N. Without a conditional (``spec.conditional`` is None, e.g. for a VAE) the factory
+    raises a ConfigError that says so."""
     c = spec.conditional
+    if c is None:
+        return _no_conditional
     if isinstance(space, Sphere):
         return lambda z: _sphere_family(c, z)
     box = space if isinstance(space, Box) else None

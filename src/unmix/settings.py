@@ -83,7 +83,11 @@ class DistributionSpec(_Strict):
 
 
 class LatentSpec(_Strict):
-    """The latent process: space, dimension, marginal p(z) and conditional p(z̃ | z)."""
+    """The latent process: space, dimension, marginal p(z) and conditional p(z̃ | z).
+
+    ``conditional`` may be omitted (``None``) for models that need no positive pairs, such as the
+    VAE (``model.kind: vae``, ``objective.kind: elbo``), which only draws z ~ p(z).
+    """
 
     space: SpaceName
     dim: int = Field(ge=1)
@@ -91,7 +95,7 @@ class LatentSpec(_Strict):
     low: float = 0.0
     high: float = 1.0
     marginal: DistributionSpec = DistributionSpec(kind="uniform")
-    conditional: DistributionSpec
+    conditional: DistributionSpec | None = None
 
     @model_validator(mode="after")
     def _check(self) -> LatentSpec:
@@ -99,12 +103,16 @@ class LatentSpec(_Strict):
             raise ValueError(f"a sphere needs dim >= 2 (ambient dimension), got dim={self.dim}")
         if self.space == "box" and not self.low < self.high:
             raise ValueError(f"box needs low < high, got low={self.low}, high={self.high}")
-        if self.conditional.kind == "uniform":
+        if self.conditional is not None and self.conditional.kind == "uniform":
             raise ValueError(
                 "conditional cannot be 'uniform' (positive pairs must depend on z): "
                 "use vmf, normal, laplace or gennorm"
             )
-        if self.conditional.kind == "vmf" and self.space != "sphere":
+        if (
+            self.conditional is not None
+            and self.conditional.kind == "vmf"
+            and self.space != "sphere"
+        ):
             raise ValueError(
                 f"a vMF conditional lives on the sphere, not on a {self.space}: "
                 "use normal, laplace or gennorm, or set space: sphere"
@@ -124,14 +132,79 @@ class LatentSpec(_Strict):
         return self
 
 
-class MixingSpec(_Strict):
-    """The mixing g: z → x. ``invertible_mlp`` is paper 000's (Sec. 4.1, Appx A.3)."""
+MixingKind = Literal[
+    "invertible_mlp",
+    "identity",
+    "moebius",
+    "volume_preserving",
+    "moebius+linear",
+    "smooth_leaky_mlp",
+    "triangular_mlp",
+]
 
-    kind: Literal["invertible_mlp", "identity"] = "invertible_mlp"
+
+class MixingSpec(_Strict):
+    """The mixing g: z → x (all seeded by the data seed; see :mod:`unmix.mixing`).
+
+    kinds: ``invertible_mlp`` (paper 000, Sec. 4.1, Appx A.3; uses ``n_layers``,
+    ``negative_slope``, ``cond_pool_size``, ``cond_quantile``); ``identity``; paper 004's
+    ``moebius`` (Sec. 4.3), ``volume_preserving`` (the volume-preserving linear map
+    M₀/|det M₀|^{1/d}), ``moebius+linear`` (Möbius followed by that linear map, Fig. 3 right),
+    ``smooth_leaky_mlp`` (orthogonal layers + smooth leaky ReLU, Sec. 4.1; uses ``n_layers``,
+    ``negative_slope``) and ``triangular_mlp`` (upper-triangular layers, Sec. 4.2 / Fig. 4; uses
+    ``n_layers``, ``negative_slope``). ``center: true`` subtracts the mean observation E[g(z)]
+    (estimated once from ``center_samples`` draws of p(z) with a stream of the data seed), as paper
+    004's code mean-centres its observations; the shift changes neither Jacobians nor c_IMA.
+    """
+
+    kind: MixingKind = "invertible_mlp"
     n_layers: int = Field(default=3, ge=1)
     negative_slope: float = Field(default=0.2, gt=0, le=1)
     cond_pool_size: int = Field(default=25_000, ge=1)
     cond_quantile: float = Field(default=0.0, ge=0, le=1)
+    center: bool = False
+    center_samples: int = Field(default=100_000, ge=2)
+
+
+class VAESpec(_Strict):
+    r"""The VAE's generative side (paper 004, eq. (3)): prior p₀(z) and decoder p(x|z).
+
+    * ``prior``: ``gaussian`` (standard normal), ``uniform`` (on the unit box (0,1)^d) or ``beta``
+      (Beta(``prior_alpha``, ``prior_beta``) per dimension on (0,1)^d). Box priors are handled
+      exactly by a change of variables: the encoder's Gaussian acts on u ∈ R^d and z = sigmoid(u),
+      with the prior's density on u, p₀(sigmoid(u))·sigmoid'(u), in the ELBO (see
+      :mod:`unmix.models.vae`).
+    * ``gamma2``: the decoder precision γ² of p(x|z) = N(f(z), γ⁻² I) (its variance is 1/γ²);
+      ``learn_gamma: true`` makes log γ² a trained parameter initialised at ``gamma2``.
+    * ``decoder``: ``mlp`` (learned, widths ``model.hidden``) or ``ground_truth`` (fixed to the
+      setting's mixing, so only the encoder trains — paper 004, Sec. 4.2 / Fig. 4).
+    * ``gamma2_warmup_steps`` > 0 (an unmix optimisation choice, not the paper's): log γ² rises
+      linearly from log ``gamma2_start`` to log ``gamma2`` over the first that many training steps,
+      then stays at ``gamma2`` (the paper's objective); 0 = fixed γ² throughout.
+    """
+
+    prior: Literal["gaussian", "uniform", "beta"] = "gaussian"
+    prior_alpha: float = Field(default=1.0, gt=0, description="Beta prior's α > 0")
+    prior_beta: float = Field(default=1.0, gt=0, description="Beta prior's β > 0")
+    gamma2: float = Field(default=1e5, gt=0, description="decoder precision γ² > 0")
+    learn_gamma: bool = False
+    decoder: Literal["mlp", "ground_truth"] = "mlp"
+    gamma2_warmup_steps: int = Field(default=0, ge=0)
+    gamma2_start: float = Field(default=100.0, gt=0)
+
+    @model_validator(mode="after")
+    def _check(self) -> VAESpec:
+        if self.learn_gamma and self.gamma2_warmup_steps:
+            raise ValueError(
+                "learn_gamma: true cannot be combined with a γ² warm-up: set "
+                "gamma2_warmup_steps: 0 or learn_gamma: false"
+            )
+        if self.prior != "beta" and (self.prior_alpha != 1.0 or self.prior_beta != 1.0):
+            raise ValueError(
+                f"prior_alpha/prior_beta are the Beta prior's shapes; prior '{self.prior}' takes "
+                "none: remove them or set prior: beta"
+            )
+        return self
 
 
 class ModelSpec(_Strict):
@@ -140,23 +213,51 @@ class ModelSpec(_Strict):
     ``space`` is the model's latent space: ``sphere`` (L2 normalisation to ``radius``), ``box``
     (L∞ normalisation with a learnable magnitude, as the paper describes), ``box_sigmoid``
     (sigmoid(x)·b with learnable b, what the reference code did), ``unbounded`` (raw output).
+
+    ``kind: vae`` is paper 004's Gaussian VAE (:class:`unmix.models.vae.GaussianVAE`): an encoder
+    MLP x → (mean, log-variance) and a decoder MLP z → x, both with hidden widths ``hidden``
+    (multiples of N) and LeakyReLU(``negative_slope``); its prior and decoder precision are in the
+    ``vae`` section (:class:`VAESpec`, filled with defaults when omitted). ``space``, ``radius`` and
+    ``learn_radius`` do not apply to it (the prior sets the latent space).
     """
 
-    kind: Literal["mlp", "identity"] = "mlp"
+    kind: Literal["mlp", "identity", "vae"] = "mlp"
     space: ModelSpace = "sphere"
     hidden: tuple[int, ...] = (10, 50, 50, 50, 50, 10)
     negative_slope: float = Field(default=0.01, ge=0, le=1)
     radius: float = Field(default=1.0, gt=0)
     learn_radius: bool = False
+    standardize_input: bool = Field(
+        default=False,
+        description="Standardise x per dimension with a fixed mean/std taken from 4096 draws of the "
+        "data seed (a preprocessing step, not a trained layer).",
+    )
+    vae: VAESpec | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _default_vae(cls, data: Any) -> Any:
+        if isinstance(data, dict) and data.get("kind") == "vae" and data.get("vae") is None:
+            data = {**data, "vae": {}}
+        return data
+
+    @model_validator(mode="after")
+    def _check(self) -> ModelSpec:
+        if self.kind != "vae" and self.vae is not None:
+            raise ValueError(f"the 'vae' section is for kind: vae, not kind: {self.kind}")
+        return self
 
 
 class ObjectiveSpec(_Strict):
     """The loss. ``infonce``: dot-product InfoNCE / τ on the sphere (q_h = vMF(1/τ)).
     ``lp_infonce``: δ = ‖a − b‖_p^q (q defaults to p): p=1 Laplace, p=2 Normal, p=β GenNorm.
     ``supervised``: MSE to z (baseline). ``align_uniform``: Wang & Isola's two losses.
+    ``elbo``: the negative ELBO of a VAE (paper 004, eq. (1)), with the KL weighted by
+    ``kl_weight`` (β of a β-VAE; 1 = the ELBO) and ``mc_samples`` reparameterised samples per
+    observation (see :mod:`unmix.objectives.elbo`).
     """
 
-    kind: Literal["infonce", "lp_infonce", "supervised", "align_uniform"] = "infonce"
+    kind: Literal["infonce", "lp_infonce", "supervised", "align_uniform", "elbo"] = "infonce"
     tau: float = Field(default=1.0, gt=0)
     p: float | None = Field(default=None, gt=0)
     q: float | None = Field(default=None, gt=0)
@@ -165,9 +266,13 @@ class ObjectiveSpec(_Strict):
     symmetric: bool = False
     align_weight: float = Field(default=1.0, ge=0)
     uniform_weight: float = Field(default=1.0, ge=0)
+    kl_weight: float = Field(default=1.0, ge=0, description="β of a β-VAE (elbo only)")
+    mc_samples: int = Field(default=1, ge=1, description="samples per observation (elbo only)")
 
     @model_validator(mode="after")
     def _check(self) -> ObjectiveSpec:
+        if self.kind != "elbo" and (self.kl_weight != 1.0 or self.mc_samples != 1):
+            raise ValueError(f"'{self.kind}' takes no 'kl_weight'/'mc_samples' (only elbo does)")
         if self.kind == "lp_infonce" and self.p is None:
             raise ValueError("lp_infonce needs 'p' (1 = Laplace, 2 = Normal, β = GenNorm)")
         if self.kind != "lp_infonce" and (self.p is not None or self.q is not None):
@@ -206,6 +311,18 @@ class Seeds(_Strict):
     train: int = Field(default=0, ge=0)
 
 
+_INVERTIBLE_SQUARE = frozenset(
+    {
+        "invertible_mlp",
+        "moebius",
+        "volume_preserving",
+        "moebius+linear",
+        "smooth_leaky_mlp",
+        "triangular_mlp",
+    }
+)
+
+
 class Setting(_Strict):
     """One experiment: latent process, mixing, model, objective, training budget and seeds."""
 
@@ -219,6 +336,32 @@ class Setting(_Strict):
 
     @model_validator(mode="after")
     def _check(self) -> Setting:
+        is_vae, is_elbo = self.model.kind == "vae", self.objective.kind == "elbo"
+        if is_vae != is_elbo:
+            raise ValueError(
+                "model.kind: vae and objective.kind: elbo go together: set both "
+                f"(got model.kind {self.model.kind}, objective.kind {self.objective.kind})"
+            )
+        if is_vae and self.latent.space == "sphere":
+            raise ValueError(
+                "the VAE's latents live in R^N or a box, not on a sphere: use latent.space: "
+                "euclidean or box"
+            )
+        if (
+            is_vae
+            and self.model.vae.decoder == "ground_truth"
+            and self.mixing.kind not in _INVERTIBLE_SQUARE
+        ):
+            raise ValueError(
+                f"model.vae.decoder: ground_truth needs a mixing with an exact inverse and "
+                f"Jacobian, one of {sorted(_INVERTIBLE_SQUARE)}; got mixing.kind "
+                f"{self.mixing.kind}"
+            )
+        if self.latent.conditional is None and self.objective.kind != "elbo":
+            raise ValueError(
+                f"objective '{self.objective.kind}' needs positive pairs: give the latent a "
+                "conditional, e.g. latent.conditional: {kind: normal, scale: 0.05}"
+            )
         if self.objective.kind in ("infonce", "align_uniform") and self.model.space != "sphere":
             raise ValueError(
                 f"objective '{self.objective.kind}' needs model.space: sphere "
@@ -312,7 +455,7 @@ def assumptions_match(setting: Setting, target: Literal["affine", "permutation"]
     p ≠ 2. (Unbounded R^N is not a convex body, so it never matches: its marginal cannot be uniform.)
     """
     lat, mod, obj = setting.latent, setting.model, setting.objective
-    if lat.marginal.kind != "uniform":
+    if lat.marginal.kind != "uniform" or lat.conditional is None or mod.kind == "vae":
         return False
     space_ok = {
         "sphere": mod.space == "sphere",

@@ -197,6 +197,9 @@ def train(
         "packages": manifest["packages"],
         "finished": runs.now(),
     }
+    for key, value in final.items():  # every further metric evaluate() reports (e.g. a VAE's)
+        if key not in summary and key not in ("step", "lr", "eval_s", "elapsed_s"):
+            summary[key] = value
     if run_dir is not None:
         checkpoint(spec.steps)
         runs.write_json(run_dir / runs.SUMMARY, summary)
@@ -205,9 +208,18 @@ def train(
     return RunResult(summary, history, exp, run_dir)
 
 
+def _as_setting(data: Any) -> Setting | None:
+    """The checkpoint's setting, validated (so a checkpoint written before a defaulted field was
+    added to the settings still matches); None if it is not a valid setting."""
+    try:
+        return Setting.from_dict(data)
+    except (ConfigError, TypeError):
+        return None
+
+
 def _restore(path: Path, setting: Setting, exp: Experiment, opt, sched, gen):
     state = runs.load_checkpoint(path)
-    if state.get("setting") != setting.to_dict():
+    if _as_setting(state.get("setting")) != setting:
         raise CheckpointError(
             f"{path} was written for a different setting; resume with the same "
             "setting (its config.yaml) or use a new --out directory."

@@ -1,0 +1,178 @@
+"""Presets of Reizinger et al. 2022 (paper 004), *Embrace the Gap: VAEs Perform IMA*.
+
+Each preset's setting is the paper's experiment as far as the paper and its code tell it (facts in
+``shared/papers/README.md``): d = 3 latents and observations, mean-centred observations, a VAE
+with a factorised Gaussian encoder and a decoder of fixed precision γ², three-layer MLPs
+(``hidden: [10, 10]``, i.e. d → 10d → 10d → out) with LeakyReLU(0.2), one reparameterised sample,
+Adam with lr 1e-3 and batch 64. Its ``quick`` overrides are unmix's CPU recipe (wider four-layer
+MLPs and a γ² warm-up, see :data:`QUICK_MODEL`) — departures for speed, documented in
+docs/reizinger.md.
+
+Names (``γ²`` as ``1e1`` … ``1e5``):
+
+* ``reizinger-fig2-gamma2-1e1`` … ``1e5`` (group ``reizinger-fig2``, Sec. 4.1): smooth-leaky-ReLU MLP
+  mixing with orthogonal weights, standard-normal sources and prior; self-consistency.
+* ``reizinger-fig3-moebius-gamma2-1e1`` … ``1e5`` and ``reizinger-fig3-moebius-linear`` (group
+  ``reizinger-fig3``, Sec. 4.3): Möbius mixing, uniform sources on [−0.5, 0.5]³ and a uniform prior;
+  the last applies a volume-preserving linear map after the Möbius map (γ² = 1e5; its c_IMA varies
+  with the data seed).
+* ``reizinger-fig4-gamma2-1e1`` … ``1e5`` (group ``reizinger-fig4``, Sec. 4.2): upper-triangular
+  MLP mixing, standard-normal sources and prior, decoder fixed to the mixing; only the encoder
+  trains.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from unmix.presets import Preset
+from unmix.settings import Setting
+
+PAPER_004 = "Reizinger et al. 2022, Embrace the Gap: VAEs Perform Independent Mechanism Analysis"
+GAMMA2S = (1e1, 1e2, 1e3, 1e4, 1e5)
+"""The decoder precisions of Figs. 2–4."""
+FIG3_LINEAR_GAMMA2 = 1e5
+PAPER_FIG3_MEDIAN = {"mcc": 0.961, "c_ima": 0.0037}
+"""Fig. 3's published medians over 20 seeds at γ² = 1e5 (Möbius, uniform): MCC and c_IMA."""
+
+PAPER_TRAIN = {
+    "steps": 20_000,
+    "batch_size": 64,
+    "lr": 1e-3,
+    "lr_schedule": "constant",
+    "warmup_steps": 0,
+    "eval_every": 2_000,
+    "eval_samples": 4096,
+    "checkpoint_every": 5_000,
+}
+"""The setting's own training section: the reference's optimiser (Adam, lr 1e-3, batch 64)."""
+
+QUICK_MODEL = {
+    "model.hidden": [20, 20, 20],
+    "model.vae.gamma2_warmup_steps": 6_000,
+    "model.vae.gamma2_start": 100.0,
+}
+"""unmix's quick recipe for the learned-decoder presets: four-layer MLPs of width 20d and a γ²
+warm-up from 1e2 over the first 6,000 steps (log-linear), then the preset's γ²."""
+
+QUICK_STEPS = {"reizinger-fig2": 12_000, "reizinger-fig3": 40_000, "reizinger-fig4": 12_000}
+
+
+def _fmt(g2: float) -> str:
+    return f"{g2:.0e}".replace("e+0", "e").replace("e+", "e")
+
+
+def _vae_setting(
+    name: str, latent: dict, mixing: dict, vae: dict, gamma2: float, train: dict | None = None
+) -> Setting:
+    return Setting.from_dict(
+        {
+            "name": name,
+            "latent": latent,
+            "mixing": {**mixing, "center": True},
+            "model": {
+                "kind": "vae",
+                "hidden": [10, 10],
+                "negative_slope": 0.2,
+                "vae": {**vae, "gamma2": gamma2},
+            },
+            "objective": {"kind": "elbo"},
+            "train": train or PAPER_TRAIN,
+        }
+    )
+
+
+def _quick(group: str, learned_decoder: bool = True, **extra: Any) -> dict[str, Any]:
+    q: dict[str, Any] = {
+        "train.steps": QUICK_STEPS[group],
+        "train.batch_size": 64,
+        "train.lr": 1e-3,
+        "train.lr_schedule": "constant",
+        "train.warmup_steps": 0,
+        "train.eval_every": QUICK_STEPS[group] // 4,
+        "train.eval_samples": 4096,
+        "train.checkpoint_every": QUICK_STEPS[group] // 4,
+    }
+    if learned_decoder:
+        q.update(QUICK_MODEL)
+    q.update(extra)
+    return q
+
+
+GAUSS_LATENT = {"space": "euclidean", "dim": 3, "marginal": {"kind": "normal", "scale": 1.0}}
+BOX_LATENT = {"space": "box", "dim": 3, "low": -0.5, "high": 0.5}
+
+
+def build_presets() -> dict[str, Preset]:
+    """Every paper-004 preset by name (merged into :data:`unmix.presets.PRESETS`)."""
+    out: dict[str, Preset] = {}
+
+    def add(p: Preset) -> None:
+        out[p.name] = p
+
+    for g2 in GAMMA2S:
+        tag = _fmt(g2)
+        name = f"reizinger-fig2-gamma2-{tag}"
+        add(
+            Preset(
+                name,
+                _vae_setting(
+                    name, GAUSS_LATENT, {"kind": "smooth_leaky_mlp"}, {"prior": "gaussian"}, g2
+                ),
+                f"{PAPER_004}, Fig. 2 / Sec. 4.1, γ² = {tag}",
+                "mcc",
+                {},
+                "reizinger-fig2",
+                _quick("reizinger-fig2"),
+            )
+        )
+        name = f"reizinger-fig3-moebius-gamma2-{tag}"
+        add(
+            Preset(
+                name,
+                _vae_setting(name, BOX_LATENT, {"kind": "moebius"}, {"prior": "uniform"}, g2),
+                f"{PAPER_004}, Fig. 3 left / Sec. 4.3, Möbius, γ² = {tag}",
+                "mcc",
+                {},
+                "reizinger-fig3",
+                _quick("reizinger-fig3"),
+            )
+        )
+        name = f"reizinger-fig4-gamma2-{tag}"
+        add(
+            Preset(
+                name,
+                _vae_setting(
+                    name,
+                    GAUSS_LATENT,
+                    {"kind": "triangular_mlp"},
+                    {"prior": "gaussian", "decoder": "ground_truth"},
+                    g2,
+                ),
+                f"{PAPER_004}, Fig. 4 / Sec. 4.2, fixed ground-truth decoder, γ² = {tag}",
+                "elbo",
+                {},
+                "reizinger-fig4",
+                _quick("reizinger-fig4", learned_decoder=False, **{"model.hidden": [20, 20, 20]}),
+            )
+        )
+    name = "reizinger-fig3-moebius-linear"
+    add(
+        Preset(
+            name,
+            _vae_setting(
+                name,
+                BOX_LATENT,
+                {"kind": "moebius+linear"},
+                {"prior": "uniform"},
+                FIG3_LINEAR_GAMMA2,
+            ),
+            f"{PAPER_004}, Fig. 3 right / Sec. 4.3, Möbius then volume-preserving linear map, "
+            f"γ² = {_fmt(FIG3_LINEAR_GAMMA2)}",
+            "mcc",
+            {},
+            "reizinger-fig3",
+            _quick("reizinger-fig3"),
+        )
+    )
+    return out
