@@ -92,6 +92,7 @@ def _quick(group: str, learned_decoder: bool = True, **extra: Any) -> dict[str, 
         "train.eval_every": QUICK_STEPS[group] // 4,
         "train.eval_samples": 4096,
         "train.checkpoint_every": QUICK_STEPS[group] // 4,
+        "model.standardize_input": False,  # the budget's encoder option; a VAE models x itself
     }
     if learned_decoder:
         q.update(QUICK_MODEL)

@@ -245,6 +245,11 @@ class ModelSpec(_Strict):
     def _check(self) -> ModelSpec:
         if self.kind != "vae" and self.vae is not None:
             raise ValueError(f"the 'vae' section is for kind: vae, not kind: {self.kind}")
+        if self.kind == "vae" and self.standardize_input:
+            raise ValueError(
+                "standardize_input does not apply to kind: vae (its likelihood models x itself; "
+                "use mixing.center to centre the observations): set it to false"
+            )
         return self
 
 

@@ -202,6 +202,7 @@ def vae_setting(**over) -> Setting:
         ({"model.vae.decoder": "ground_truth", "mixing.kind": "identity"}, "ground_truth"),
         ({"objective.kl_weight": -1.0}, "kl_weight"),
         ({"latent.space": "sphere"}, "sphere"),
+        ({"model.standardize_input": True}, "standardize_input"),
     ],
 )
 def test_invalid_vae_settings_name_the_field(over, words):

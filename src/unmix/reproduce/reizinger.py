@@ -446,7 +446,12 @@ def fig3_report(rows: list[dict], out: Path) -> str:
     ax.set_title("Möbius mixing, uniform sources and prior")
     ax = axes[1]
     if right:
-        ax.plot([r["c_ima_linear"] for r in right], [r["mcc"] for r in right], "o")
+        ax.plot([r["c_ima_linear"] for r in right], [r["mcc"] for r in right], "o", label="runs")
+        g_right = right[0]["gamma2"]
+        alone = [r["mcc"] for r in left if r["gamma2"] == g_right]
+        if alone:
+            ax.axhline(float(np.median(alone)), color="k", ls=":", label="Möbius alone (median)")
+        ax.legend(fontsize=8)
     ax.set_xlabel("c_IMA of the volume-preserving linear map")
     ax.set_ylabel("MCC")
     ax.set_title(f"Möbius then linear map, γ² = {right[0]['gamma2']:.0e}" if right else "")
