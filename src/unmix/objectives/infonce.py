@@ -88,16 +88,19 @@ def _logsumexp(x: torch.Tensor, dim: int) -> torch.Tensor:
     return (shifted.exp().sum(dim=dim)).log() + m.squeeze(dim)
 
 
-def _check_tau(tau: float) -> float:
+def _check_positive_real(label: str, value, hint: str) -> float:
+    """``value`` as a float, or a :class:`ConfigError` "<label> must be a positive finite number"."""
     if (
-        isinstance(tau, bool)
-        or not isinstance(tau, numbers.Real)
-        or not (math.isfinite(tau) and tau > 0)
+        isinstance(value, bool)
+        or not isinstance(value, numbers.Real)
+        or not (math.isfinite(value) and value > 0)
     ):
-        raise ConfigError(
-            f"'tau' must be a positive finite number, got {tau!r}; the paper uses 1.0."
-        )
-    return float(tau)
+        raise ConfigError(f"{label} must be a positive finite number, got {value!r}; {hint}")
+    return float(value)
+
+
+def _check_tau(tau: float) -> float:
+    return _check_positive_real("'tau'", tau, "the paper uses 1.0.")
 
 
 class _ContrastiveLoss(nn.Module):
@@ -350,16 +353,9 @@ class LpInfoNCE(_ContrastiveLoss):
             symmetric=symmetric,
         )
         for name, v in (("p", p), ("q", q)):
-            if v is None:
-                continue
-            if (
-                isinstance(v, bool)
-                or not isinstance(v, numbers.Real)
-                or not (math.isfinite(v) and v > 0)
-            ):
-                raise ConfigError(
-                    f"'{name}' of LpInfoNCE must be a positive finite number, got {v!r}; e.g. "
-                    f"p=1 (Laplace), p=2 (normal)."
+            if v is not None:
+                _check_positive_real(
+                    f"'{name}' of LpInfoNCE", v, "e.g. p=1 (Laplace), p=2 (normal)."
                 )
         if chunk_size is not None and (
             isinstance(chunk_size, bool) or not isinstance(chunk_size, int) or chunk_size < 1
