@@ -95,12 +95,25 @@ def _sphere_family(spec: DistributionSpec, loc: torch.Tensor):
     return pj.ProjectedGeneralizedNormal(loc, spec.scale, spec.beta)
 
 
-def make_marginal(spec: LatentSpec, space: Space, dtype=torch.float32, device=None) -> Distribution:
+def make_marginal(
+    spec: LatentSpec, space: Space, dtype=torch.float32, device=None, seed: int = 0
+) -> Distribution:
     """The marginal p(z): uniform on sphere/box; vMF/normal around the pole e₁ on the sphere;
-    normal/laplace/gennorm around the centre (truncated) on the box, around 0 on R^N."""
+    normal/laplace/gennorm around the centre (truncated) on the box, around 0 on R^N; factorised
+    Beta on the box (shapes from ``shape_range`` are drawn from ``seed``, the data seed)."""
     from unmix.distributions.uniform import UniformBox, UniformSphere
 
     m = spec.marginal
+    if m.kind == "beta":
+        from unmix.distributions.beta import FactorizedBeta, random_beta_shapes
+
+        assert isinstance(space, Box)
+        if m.shape_range is not None:
+            alpha, beta = random_beta_shapes(seed, space.dim, *m.shape_range)
+        else:
+            alpha = torch.full((space.dim,), m.alpha, dtype=torch.float64)
+            beta = torch.full((space.dim,), m.beta, dtype=torch.float64)
+        return FactorizedBeta(alpha, beta, space.low, space.high, dtype=dtype, device=device)
     if m.kind == "uniform":
         if isinstance(space, Sphere):
             return UniformSphere(space.dim, dtype=dtype, device=device)
@@ -135,10 +148,13 @@ def make_conditional(spec: LatentSpec, space: Space) -> ConditionalFactory:
     return lambda z: _euclidean_family(c, z, box)
 
 
-def build_latent_process(spec: LatentSpec, dtype=torch.float32, device=None) -> LatentProcess:
-    """The :class:`LatentProcess` a :class:`LatentSpec` describes."""
+def build_latent_process(
+    spec: LatentSpec, dtype=torch.float32, device=None, seed: int = 0
+) -> LatentProcess:
+    """The :class:`LatentProcess` a :class:`LatentSpec` describes; ``seed`` (the data seed) fixes
+    the marginal's random parameters where it has any (a Beta marginal's ``shape_range``)."""
     space = make_space(spec)
     scale = spec.radius if isinstance(space, Sphere) else 1.0
     return LatentProcess(
-        space, make_marginal(spec, space, dtype, device), make_conditional(spec, space), scale
+        space, make_marginal(spec, space, dtype, device, seed), make_conditional(spec, space), scale
     )

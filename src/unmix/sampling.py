@@ -23,7 +23,7 @@ def sample_dataset(setting: Setting, n: int, seed: int | None = None) -> dict[st
     """
     if n < 1:
         raise ConfigError(f"--n must be >= 1, got {n}.")
-    process = build_latent_process(setting.latent)
+    process = build_latent_process(setting.latent, seed=setting.seeds.data)
     mixing = build_mixing(setting.mixing, setting.latent.dim, setting.seeds.data)
     g = torch.Generator().manual_seed(setting.seeds.data if seed is None else seed)
     z, z_pos = process.sample_pairs(n, g)

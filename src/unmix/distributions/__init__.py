@@ -4,6 +4,7 @@ All follow :class:`torch.distributions.Distribution` (batch/event shapes, ``log_
 ``generator`` in ``sample`` for reproducibility (see :mod:`unmix.distributions.base`).
 """
 
+from unmix.distributions.beta import FactorizedBeta, random_beta_shapes
 from unmix.distributions.factorized import (
     GeneralizedNormal,
     Laplace,
@@ -22,8 +23,23 @@ from unmix.distributions.uniform import UniformBox, UniformSphere, uniform_on
 from unmix.distributions.vmf import VonMisesFisher, vmf_mean_resultant_length
 
 __all__ = [
-    "VonMisesFisher", "vmf_mean_resultant_length", "Normal", "Laplace", "GeneralizedNormal",
-    "TruncatedNormal", "TruncatedLaplace", "TruncatedGeneralizedNormal", "ProjectedNormal",
-    "ProjectedLaplace", "ProjectedGeneralizedNormal", "UniformSphere", "UniformBox", "uniform_on",
-    "MassToMove", "mass_to_move_vmf", "mass_to_move_box_normal",
+    "VonMisesFisher",
+    "vmf_mean_resultant_length",
+    "Normal",
+    "Laplace",
+    "GeneralizedNormal",
+    "TruncatedNormal",
+    "TruncatedLaplace",
+    "TruncatedGeneralizedNormal",
+    "ProjectedNormal",
+    "ProjectedLaplace",
+    "ProjectedGeneralizedNormal",
+    "UniformSphere",
+    "UniformBox",
+    "uniform_on",
+    "MassToMove",
+    "mass_to_move_vmf",
+    "mass_to_move_box_normal",
+    "FactorizedBeta",
+    "random_beta_shapes",
 ]

@@ -51,8 +51,8 @@ from typing import Literal
 
 import numpy as np
 import torch
-from scipy import special as _sp_special
 
+from unmix.distributions.beta import FactorizedBeta, random_beta_shapes
 from unmix.errors import ConfigError
 
 __all__ = [
@@ -350,10 +350,8 @@ class SpritesLatents:
             )
         self.seed = int(seed)
         self.n_factors = n_factors
-        g = torch.Generator().manual_seed(self.seed)
-        u = torch.rand(2, n_factors, generator=g, dtype=torch.float64)
-        self.alpha = 2.0 + 13.0 * u[0]
-        self.beta = 2.0 + 13.0 * u[1]
+        self.alpha, self.beta = random_beta_shapes(self.seed, n_factors, 2.0, 15.0)
+        self.distribution = FactorizedBeta(self.alpha, self.beta)
 
     def sample(self, n: int, generator: torch.Generator | None = None) -> torch.Tensor:
         """Draw ``n`` B-vectors, float32 ``(n, n_factors)`` in (0, 1)."""
@@ -361,15 +359,13 @@ class SpritesLatents:
             raise ConfigError(
                 f"SpritesLatents.sample: n must be a non-negative integer, got {n!r}."
             )
-        u = torch.rand(int(n), self.n_factors, generator=generator, dtype=torch.float64)
-        b = _sp_special.betaincinv(self.alpha.numpy(), self.beta.numpy(), u.numpy())
-        return torch.from_numpy(np.clip(b, 1e-7, 1 - 1e-7)).to(torch.float32)
+        return self.distribution.sample((int(n),), generator=generator)
 
     def log_prob(self, b: torch.Tensor) -> torch.Tensor:
-        r"""Sum over factors of :math:`\log \mathrm{Beta}(b_i; \alpha_i, \beta_i)`: ``(...)``."""
+        r"""Sum over factors of :math:`\log \mathrm{Beta}(b_i; \alpha_i, \beta_i)`: ``(...)``,
+        float64."""
         b = torch.as_tensor(b, dtype=torch.float64)
-        dist = torch.distributions.Beta(self.alpha, self.beta)
-        return dist.log_prob(b).sum(-1)
+        return torch.distributions.Beta(self.alpha, self.beta).log_prob(b).sum(-1)
 
     def __repr__(self) -> str:
         a = ", ".join(f"{x:.3f}" for x in self.alpha.tolist())
