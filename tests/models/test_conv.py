@@ -1,0 +1,152 @@
+"""The small conv encoder / decoder: shapes, sizes, heads, per-sample independence, gradients.
+
+References: parameter counts worked out by hand from the layer list, the head definitions
+(unit norm, L∞ box), and recomputation of each sample on its own.
+"""
+
+import pytest
+import torch
+from torch import nn
+
+from unmix.errors import ConfigError
+from unmix.models.conv import ConvBackbone, ConvDecoder, ImageEncoder
+from unmix.models.heads import BoxHead, SigmoidBoxHead
+
+
+def _n_params(m: nn.Module) -> int:
+    return sum(p.numel() for p in m.parameters())
+
+
+@pytest.mark.parametrize("size", [64, 32])
+def test_backbone_and_encoder_shapes(size):
+    torch.manual_seed(0)
+    bb = ConvBackbone(image_size=size)
+    x = torch.rand(3, 3, size, size)
+    assert bb(x).shape == (3, 256)
+    assert bb.feature_dim == 256
+    enc = ImageEncoder(ConvBackbone(image_size=size), out_dim=7)
+    assert enc(x).shape == (3, 7)
+
+
+def test_backbone_parameter_count_matches_the_layer_list():
+    bb = ConvBackbone()  # 3→32→32→64→64 convs k=4, 64 px → 4×4, Linear(64·4·4, 256)
+    convs = (3 * 32 + 32 * 32 + 32 * 64 + 64 * 64) * 16 + (32 + 32 + 64 + 64)
+    assert _n_params(bb) == convs + 64 * 16 * 256 + 256
+    one = ConvBackbone(in_channels=1, image_size=32, channels=(8, 16), feature_dim=5)
+    assert _n_params(one) == (1 * 8 + 8 * 16) * 16 + 8 + 16 + 16 * 8 * 8 * 5 + 5
+
+
+def test_encoder_projection_widths():
+    enc = ImageEncoder(ConvBackbone(), out_dim=10)  # paper 000: one hidden layer of width 10·N
+    lin = [m for m in enc.projection.modules() if isinstance(m, nn.Linear)]
+    assert [(m.in_features, m.out_features) for m in lin] == [(256, 100), (100, 10)]
+    acts = [m for m in enc.projection.modules() if isinstance(m, nn.LeakyReLU)]
+    assert len(acts) == 1 and acts[0].negative_slope == 0.01
+    single = ImageEncoder(ConvBackbone(), out_dim=4, hidden_mult=0)
+    assert isinstance(single.projection, nn.Linear)
+    assert (single.projection.in_features, single.projection.out_features) == (256, 4)
+
+
+@pytest.mark.parametrize("size", [50, 8])
+def test_image_size_not_divisible_is_a_config_error(size):
+    with pytest.raises(ConfigError, match="image_size"):
+        ConvBackbone(image_size=size)
+    with pytest.raises(ConfigError, match="image_size"):
+        ConvDecoder(3, image_size=size)
+
+
+def test_bad_arguments_are_config_errors():
+    with pytest.raises(ConfigError, match="channels"):
+        ConvBackbone(channels=())
+    with pytest.raises(ConfigError, match="feature_dim"):
+        ConvBackbone(feature_dim=0)
+    with pytest.raises(ConfigError, match="feature_dim"):
+        ImageEncoder(nn.Linear(3, 3), out_dim=2)
+    with pytest.raises(ConfigError, match="hidden_mult"):
+        ImageEncoder(ConvBackbone(image_size=32), out_dim=2, hidden_mult=-1)
+    with pytest.raises(ConfigError, match="space"):
+        ImageEncoder(ConvBackbone(image_size=32), out_dim=2, space="torus")
+
+
+def test_forward_checks_the_input_shape():
+    bb = ConvBackbone(image_size=32)
+    for bad in (torch.rand(3, 32, 32), torch.rand(2, 1, 32, 32), torch.rand(2, 3, 64, 64)):
+        with pytest.raises(ConfigError, match=r"expected|shape \(B, 3, 32, 32\)"):
+            bb(bad)
+    dec = ConvDecoder(4, image_size=32)
+    with pytest.raises(ConfigError, match=r"\(B, 4\)"):
+        dec(torch.rand(2, 5))
+
+
+@pytest.mark.parametrize("size, out_channels", [(64, 3), (32, 1)])
+def test_decoder_shape_and_mid_grey_offset(size, out_channels):
+    torch.manual_seed(0)
+    dec = ConvDecoder(6, out_channels=out_channels, image_size=size)
+    z = torch.randn(5, 6)
+    assert dec(z).shape == (5, out_channels, size, size)
+    last = [m for m in dec.modules() if isinstance(m, nn.ConvTranspose2d)][-1]
+    assert last.out_channels == out_channels
+    with torch.no_grad():  # a zero network output is mid-grey
+        last.weight.zero_()
+        last.bias.zero_()
+    assert torch.equal(dec(z), torch.full((5, out_channels, size, size), 0.5))
+
+
+def test_decoder_mirrors_the_backbone():
+    dec = ConvDecoder(3)
+    deconvs = [m for m in dec.modules() if isinstance(m, nn.ConvTranspose2d)]
+    assert [(m.in_channels, m.out_channels) for m in deconvs] == [
+        (64, 64),
+        (64, 32),
+        (32, 32),
+        (32, 3),
+    ]
+    assert all(m.kernel_size == (4, 4) and m.stride == (2, 2) for m in deconvs)
+    assert dec.base_side == 4
+
+
+def test_heads_put_outputs_into_their_space():
+    torch.manual_seed(1)
+    x = torch.rand(6, 3, 32, 32)
+    sphere = ImageEncoder(ConvBackbone(image_size=32), 5, space="sphere", radius=2.0)
+    torch.testing.assert_close(sphere(x).norm(dim=1), torch.full((6,), 2.0))
+    box = ImageEncoder(ConvBackbone(image_size=32), 5, space="box")
+    assert isinstance(box.head, BoxHead)
+    with torch.no_grad():
+        box.head.magnitude.copy_(torch.tensor([0.5, 1.0, 2.0, 3.0, 4.0]))
+    scaled = box(x).abs() / box.head.magnitude
+    assert (scaled <= 1 + 1e-6).all()
+    torch.testing.assert_close(scaled.amax(dim=1), torch.ones(6))  # L∞-normalised
+    sig = ImageEncoder(ConvBackbone(image_size=32), 5, space="box_sigmoid")
+    assert isinstance(sig.head, SigmoidBoxHead)
+    out = sig(x)
+    assert ((out > 0) & (out < 1)).all()
+
+
+@pytest.mark.parametrize("train", [True, False])
+def test_samples_do_not_depend_on_the_rest_of_the_batch(train):
+    torch.manual_seed(2)
+    enc = ImageEncoder(ConvBackbone(image_size=32), 4, space="sphere")
+    dec = ConvDecoder(4, image_size=32)
+    enc.train(train)
+    dec.train(train)
+    x = torch.rand(5, 3, 32, 32)
+    z = torch.randn(5, 4)
+    with torch.no_grad():
+        batch_e, batch_d = enc(x), dec(z)
+        for i in range(5):
+            torch.testing.assert_close(enc(x[i : i + 1])[0], batch_e[i], atol=1e-5, rtol=1e-5)
+            torch.testing.assert_close(dec(z[i : i + 1])[0], batch_d[i], atol=1e-5, rtol=1e-5)
+    assert not any(isinstance(m, nn.modules.batchnorm._BatchNorm) for m in enc.modules())
+
+
+def test_gradient_reaches_every_parameter():
+    torch.manual_seed(3)
+    enc = ImageEncoder(ConvBackbone(image_size=32), 4, space="box")
+    dec = ConvDecoder(4, image_size=32)
+    x = torch.rand(4, 3, 32, 32)
+    loss = ((dec(enc(x)) - x) ** 2).mean()
+    loss.backward()
+    for name, p in [*enc.named_parameters(), *dec.named_parameters()]:
+        assert p.grad is not None, name
+        assert p.grad.abs().sum() > 0, name
