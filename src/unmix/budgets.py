@@ -16,20 +16,42 @@ from unmix.errors import ConfigError
 from unmix.settings import Setting
 
 BUDGETS: dict[str, dict[str, Any]] = {
-    "smoke": {"train.steps": 20, "train.batch_size": 128, "train.lr": 1e-3,
-              "train.lr_schedule": "constant", "train.warmup_steps": 0, "train.eval_every": 20,
-              "train.eval_samples": 256, "train.checkpoint_every": 20},
+    "smoke": {
+        "train.steps": 20,
+        "train.batch_size": 128,
+        "train.lr": 1e-3,
+        "train.lr_schedule": "constant",
+        "train.warmup_steps": 0,
+        "train.eval_every": 20,
+        "train.eval_samples": 256,
+        "train.checkpoint_every": 20,
+    },
     # Found by the search in docs/quick_budget_search.md: a wide-shallow encoder (3 hidden layers of
     # 20·N units instead of the paper's 6) on standardised inputs, a larger learning rate with
     # warm-up and cosine decay; each preset adds its own τ and step count (Preset.quick).
-    "quick": {"train.steps": 3000, "train.batch_size": 1024, "train.lr": 3e-3,
-              "train.lr_schedule": "cosine", "train.warmup_steps": 100,
-              "train.final_lr_factor": 0.01, "train.eval_every": 1000, "train.eval_samples": 4096,
-              "train.checkpoint_every": 1000, "model.hidden": [20, 20, 20],
-              "model.standardize_input": True},
-    "paper": {"train.steps": 300_000, "train.batch_size": 6144, "train.lr": 1e-4,
-              "train.lr_schedule": "constant", "train.warmup_steps": 0, "train.eval_every": 5000,
-              "train.eval_samples": 4096, "train.checkpoint_every": 5000},
+    "quick": {
+        "train.steps": 3000,
+        "train.batch_size": 1024,
+        "train.lr": 3e-3,
+        "train.lr_schedule": "cosine",
+        "train.warmup_steps": 100,
+        "train.final_lr_factor": 0.01,
+        "train.eval_every": 1000,
+        "train.eval_samples": 4096,
+        "train.checkpoint_every": 1000,
+        "model.hidden": [20, 20, 20],
+        "model.standardize_input": True,
+    },
+    "paper": {
+        "train.steps": 300_000,
+        "train.batch_size": 6144,
+        "train.lr": 1e-4,
+        "train.lr_schedule": "constant",
+        "train.warmup_steps": 0,
+        "train.eval_every": 5000,
+        "train.eval_samples": 4096,
+        "train.checkpoint_every": 5000,
+    },
 }
 
 
@@ -51,5 +73,5 @@ def load_with_budget(name_or_path: str, budget: str | None = None) -> Setting:
     if budget is None:
         return setting
     preset = presets.PRESETS.get(str(name_or_path))
-    overrides = preset.quick if (preset is not None and budget == "quick") else None
+    overrides = preset.overrides(budget) if preset is not None else None
     return apply_budget(setting, budget, overrides)

@@ -10,7 +10,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from unmix.errors import UnmixError
+from unmix.errors import ConfigError, UnmixError
 
 app = typer.Typer(
     add_completion=False,
@@ -97,8 +97,10 @@ def train(
     resume: Annotated[bool, typer.Option(help="Continue the run in --out.")] = False,
     budget: Annotated[
         str | None,
-        typer.Option(help="smoke, quick or paper: replace the training budget (quick includes the "
-                     "preset's own recipe); --steps, --batch-size and --lr still win."),
+        typer.Option(
+            help="smoke, quick or paper: replace the training budget (quick includes the "
+            "preset's own recipe); --steps, --batch-size and --lr still win."
+        ),
     ] = None,
     progress: Annotated[bool, typer.Option(help="Show a progress bar.")] = True,
 ):
@@ -164,8 +166,8 @@ def reproduce(
     target: Annotated[
         str,
         typer.Argument(
-            help="zimmermann-table1, zimmermann-table2, zimmermann-fig2, reizinger-fig2, "
-            "reizinger-fig3 or reizinger-fig4."
+            help="zimmermann-table1, zimmermann-table2, zimmermann-table4, zimmermann-fig2, "
+            "reizinger-fig2, reizinger-fig3, reizinger-fig4 or reizinger-fig5."
         ),
     ],
     budget: Annotated[
@@ -211,6 +213,54 @@ def reproduce(
     if report.failures:
         err_console.print("[red]failed runs:[/]\n" + "\n".join(report.failures))
         raise typer.Exit(1)
+
+
+@app.command()
+def render(
+    setting: SettingArg,
+    budget: Annotated[
+        str | None, typer.Option(help="Apply this budget first (smoke, quick, paper).")
+    ] = None,
+    root: Annotated[
+        Path | None, typer.Option(help="Write here (default: data.root or the cache).")
+    ] = None,
+    n_train: Annotated[int | None, typer.Option(help="Training images (data.n_train).")] = None,
+    n_test: Annotated[int | None, typer.Option(help="Test images (data.n_test).")] = None,
+    size: Annotated[int | None, typer.Option(help="Image side in px (mixing.image_size).")] = None,
+    data_seed: Annotated[int | None, typer.Option(help="Data seed (seeds.data).")] = None,
+):
+    """Pre-render the image data set a setting trains on (resumable; docs/data.md).
+
+    The setting needs a renderer mixing (sprites, scenes3d) and a `data: {kind: rendered}`
+    section, e.g. `unmix render zimmermann-table4-row1 --budget quick`."""
+    from unmix.budgets import load_with_budget
+    from unmix.datasets import ensure_rendered
+    from unmix.experiment import build_mixing
+    from unmix.latents import build_latent_process
+
+    try:
+        s = load_with_budget(setting, budget)
+        if s.data is None or s.data.kind != "rendered":
+            raise ConfigError(
+                f"'{setting}' has no `data: {{kind: rendered}}` section, so there is nothing to "
+                "pre-render (a setting without one renders each batch on the fly)."
+            )
+        updates = {
+            "data.root": str(root) if root else None,
+            "data.n_train": n_train,
+            "data.n_test": n_test,
+            "mixing.image_size": size,
+            "seeds.data": data_seed,
+        }
+        s = s.replace(**{k: v for k, v in updates.items() if v is not None})
+        process = build_latent_process(s.latent, seed=s.seeds.data)
+        mixing = build_mixing(s.mixing, s.latent.dim, s.seeds.data)
+        out = ensure_rendered(s, process, mixing, progress=True)
+    except UnmixError as err:
+        _fail(err)
+    console.print(f"{s.data.n_train} + {s.data.n_test} images in {out} (train/, test/)")
+    if root:
+        console.print(f"runs find it with `data: {{kind: rendered, root: {out}}}` in their setting")
 
 
 @app.command()

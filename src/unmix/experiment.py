@@ -8,13 +8,18 @@ global RNG.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
+import numpy as np
 import torch
 from torch import nn
 
 from unmix.errors import ConfigError
 from unmix.latents import LatentProcess, build_latent_process
 from unmix.settings import LatentSpec, MixingSpec, ModelSpec, ObjectiveSpec, Setting
+
+if TYPE_CHECKING:
+    from unmix.datasets import FiniteData
 
 EVAL_STREAM = 1_000_003  # offset that separates the evaluation stream from the mixing's seed
 INPUT_STREAM = 2_000_003  # offset of the sample that fixes the input standardisation
@@ -55,6 +60,10 @@ def build_mixing(
     needs the ``latent`` spec to draw z ~ p(z))."""
     from unmix import mixing as mx
 
+    if spec.is_renderer:
+        from unmix.render.module import build_renderer
+
+        return build_renderer(spec)
     if spec.kind == "identity":
         g: nn.Module = nn.Identity()
     elif spec.kind == "invertible_mlp":
@@ -92,7 +101,7 @@ def build_mixing(
             "mixing.center needs the latent spec to estimate the mean of g(z): pass latent= "
             "to build_mixing"
         )
-    process = build_latent_process(latent)
+    process = build_latent_process(latent, seed=seed)
     gen = torch.Generator().manual_seed(seed + CENTER_STREAM)
     with torch.no_grad():
         z = process.sample(spec.center_samples, gen)
@@ -100,13 +109,50 @@ def build_mixing(
     return Centred(g, offset.to(torch.get_default_dtype()))
 
 
-def build_encoder(spec: ModelSpec, in_dim: int, out_dim: int, seed: int) -> nn.Module:
+def build_backbone(spec: ModelSpec, image_shape: tuple[int, int, int]) -> nn.Module:
+    """The image backbone of ``spec.backbone`` for images of shape ``(C, H, W)``."""
+    channels, height, width = image_shape
+    if height != width:
+        raise ConfigError(f"image backbones take square images, got {height}×{width}")
+    if spec.backbone == "resnet18":
+        from unmix.models.resnet import ResNet18Backbone
+
+        return ResNet18Backbone(in_channels=channels)
+    from unmix.models.conv import ConvBackbone
+
+    return ConvBackbone(in_channels=channels, image_size=height)
+
+
+def build_encoder(
+    spec: ModelSpec,
+    in_dim: int,
+    out_dim: int,
+    seed: int,
+    image_shape: tuple[int, int, int] | None = None,
+) -> nn.Module:
+    """The encoder f of ``spec``, initialised from the training ``seed``: an MLP on vectors of
+    ``in_dim``, or (``spec.backbone`` conv/resnet18) an image backbone on ``image_shape``
+    followed by ``spec.hidden`` (≤ 1 layer, multiples of ``out_dim``) and the head."""
     from unmix.models import IdentityEncoder, MLPEncoder
 
     if spec.kind == "identity":
         return IdentityEncoder()
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
+        if spec.backbone != "mlp":
+            from unmix.models.conv import ImageEncoder
+
+            if image_shape is None:
+                raise ConfigError(f"backbone {spec.backbone} needs the image shape")
+            return ImageEncoder(
+                build_backbone(spec, image_shape),
+                out_dim,
+                hidden_mult=spec.hidden[0] if spec.hidden else 0,
+                negative_slope=spec.negative_slope,
+                space=spec.space,
+                radius=spec.radius,
+                learn_radius=spec.learn_radius,
+            )
         return MLPEncoder(
             in_dim,
             out_dim,
@@ -124,10 +170,31 @@ def build_vae(setting: Setting, mixing: nn.Module, seed: int) -> nn.Module:
     from unmix.models.vae import GaussianVAE, VAEPrior
 
     spec, v = setting.model, setting.model.vae
+    dim = setting.latent.dim
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
+        nets: dict[str, object] = {}
+        if spec.backbone == "conv":
+            from unmix.models.conv import ConvDecoder, ImageEncoder
+
+            shape = mixing.image_shape
+            nets["encoder_net"] = nn.Sequential(
+                nn.Unflatten(1, shape),
+                ImageEncoder(
+                    build_backbone(spec, shape),
+                    2 * dim,
+                    hidden_mult=spec.hidden[0] if spec.hidden else 0,
+                    negative_slope=spec.negative_slope,
+                    space="unbounded",
+                ),
+            )
+            nets["decoder_net"] = nn.Sequential(
+                ConvDecoder(dim, out_channels=shape[0], image_size=shape[1]), nn.Flatten(1)
+            )
+            nets["obs_dim"] = shape[0] * shape[1] * shape[2]
         return GaussianVAE(
-            setting.latent.dim,
+            dim,
+            **nets,
             hidden=spec.hidden,
             negative_slope=spec.negative_slope,
             prior=VAEPrior(
@@ -173,31 +240,51 @@ class Experiment:
     encoder: nn.Module
     objective: nn.Module
     device: torch.device
+    data: FiniteData | None = None
 
     @classmethod
-    def build(cls, setting: Setting, device: str | torch.device = "cpu") -> Experiment:
+    def build(
+        cls, setting: Setting, device: str | torch.device = "cpu", progress: bool = False
+    ) -> Experiment:
+        """Build every object of ``setting``. With ``data.kind: rendered`` the data set is rendered
+        first if it is not on disk yet (``progress`` shows a bar)."""
         device = torch.device(device)
         lat = setting.latent
-        process = build_latent_process(lat, device=device)
+        process = build_latent_process(lat, device=device, seed=setting.seeds.data)
         mixing = build_mixing(setting.mixing, lat.dim, setting.seeds.data, lat).to(device)
         mixing.requires_grad_(False)
+        data = None
+        if setting.data is not None:
+            from unmix.datasets import FiniteData, ensure_rendered
+
+            if setting.data.kind == "rendered":
+                ensure_rendered(setting, process, mixing, progress=progress)
+            data = FiniteData.open(setting, process)
         if setting.model.kind == "vae":
+            if setting.mixing.is_renderer:
+                mixing.flatten = True
             encoder = build_vae(setting, mixing, setting.seeds.train).to(device)
         else:
-            encoder = build_encoder(setting.model, lat.dim, lat.dim, setting.seeds.train)
+            shape = data.image_shape if data is not None else getattr(mixing, "image_shape", None)
+            encoder = build_encoder(setting.model, lat.dim, lat.dim, setting.seeds.train, shape)
             encoder = encoder.to(device)
             if setting.model.standardize_input and setting.model.kind == "mlp":
                 g = torch.Generator(device=device).manual_seed(setting.seeds.data + INPUT_STREAM)
                 with torch.no_grad():
                     encoder.fit_input_standardization(mixing(process.sample(4096, g)))
         objective = build_objective(setting.objective).to(device)
-        return cls(setting, process, mixing, encoder, objective, device)
+        return cls(setting, process, mixing, encoder, objective, device, data)
 
     def generator(self, seed: int) -> torch.Generator:
         return torch.Generator(device=self.device).manual_seed(int(seed))
 
     def eval_data(self, n: int | None = None) -> torch.Tensor:
-        """The fixed evaluation latents: n fresh draws from the marginal, seeded by the data seed."""
+        """The fixed evaluation latents: n fresh draws from the marginal, seeded by the data seed
+        — or, for a finite data set, the latents of its whole test split (``n`` must be None)."""
+        if self.data is not None:
+            if n is not None:
+                raise ConfigError("a finite data set is evaluated on its whole test split: n=None")
+            return self.data.test.latents.to(self.device)
         n = n or self.setting.train.eval_samples
         g = self.generator(self.setting.seeds.data + EVAL_STREAM)
         return self.process.sample(n, g)
@@ -210,6 +297,12 @@ class Experiment:
             loss = self.objective(self.encoder, x, generator)
             self.encoder.advance()  # one more training step (drives a γ² warm-up)
             return loss
+        if self.data is not None:
+            z, x, x_pos = self.data.pairs(batch_size, generator, self.device)
+            if obj.kind == "supervised":
+                return self.objective(self.encoder(x), z)
+            h, h_pos = self.encoder(torch.cat([x, x_pos])).split(batch_size)
+            return self.objective(h, h_pos)
         z, z_pos = self.process.sample_pairs(batch_size, generator)
         if obj.kind == "supervised":
             return self.objective(self.encoder(self.mixing(z)), z)
@@ -235,16 +328,45 @@ class Experiment:
 
         was_training = self.encoder.training
         self.encoder.eval()
-        z_hat = torch.cat([self.encoder(self.mixing(c)) for c in z.split(chunk)])
+        if self.data is not None:
+            if z.shape != self.data.test.latents.shape:
+                raise ConfigError(
+                    "a finite data set is scored on its test split: pass exp.eval_data()"
+                )
+            chunk = min(chunk, 512)
+            z_hat = torch.cat(
+                [self.encoder(x.to(self.device)) for x in self.data.test_images(chunk)]
+            )
+        else:
+            chunk = min(chunk, 512) if self.setting.observes_images else chunk
+            z_hat = torch.cat([self.encoder(self.mixing(c)) for c in z.split(chunk)])
         self.encoder.train(was_training)
         z_np, zh_np = z.double().cpu().numpy(), z_hat.double().cpu().numpy()
         if not torch.isfinite(z_hat).all():
             return {"r2": float("nan"), "r2_in_sample": float("nan"), "mcc": float("nan")}
-        return {
+        out = {
             "r2": float(r2_affine(z_np, zh_np).r2),
             "r2_in_sample": float(r2_affine(z_np, zh_np, in_sample=True).r2),
             "mcc": float(mcc(z_np, zh_np).mcc),
         }
+        if self.setting.observes_images:
+            out.update(per_factor_scores(z_np, zh_np))
+        return out
+
+
+def per_factor_scores(z: np.ndarray, z_hat: np.ndarray) -> dict[str, float]:
+    """Per true factor i: ``r2_factor{i}`` (held-out affine R² of z_i from ẑ) and
+    ``mcc_factor{i}`` (|Pearson correlation| of z_i with the ẑ coordinate MCC's matching assigns
+    to it) — the per-factor numbers of paper 004's Fig. 5 and a per-factor view of Table 4."""
+    from unmix.metrics import mcc, r2_affine
+
+    m = mcc(z, z_hat)
+    r2 = r2_affine(z, z_hat)
+    out: dict[str, float] = {}
+    for i in range(z.shape[1]):
+        out[f"r2_factor{i}"] = float(r2.per_dim[i])
+        out[f"mcc_factor{i}"] = float(abs(m.matched_correlations[i]))
+    return out
 
 
 VAE_METRICS = (
@@ -302,6 +424,8 @@ def evaluate_vae(exp: Experiment, z: torch.Tensor, chunk: int = 8192) -> dict[st
         parts.setdefault(name, []).append(t.detach())
 
     gamma2 = vae.gamma2
+    if exp.setting.observes_images:
+        chunk = min(chunk, 256)
     ground_truth = exp.setting.model.vae.decoder == "ground_truth"
     has_jac = hasattr(exp.mixing, "jacobian")
     for zc in z.split(chunk):
@@ -322,7 +446,7 @@ def evaluate_vae(exp: Experiment, z: torch.Tensor, chunk: int = 8192) -> dict[st
         rhs = 1.0 / (vae.prior.curvature_u(mu).double() + gamma2.double() * col2)
         keep("log_rhs", rhs.log())
         keep("c_ima", c_ima_from_jacobian(jac))
-        keep("jac", jac)
+        keep("jac_sum", jac.sum(0, keepdim=True))  # for the mean Jacobian (not all: images)
         if has_jac:
             keep("c_ima_mixing", c_ima_from_jacobian(exp.mixing.jacobian(zc).to(torch.float64)))
         if ground_truth:
@@ -343,6 +467,8 @@ def evaluate_vae(exp: Experiment, z: torch.Tensor, chunk: int = 8192) -> dict[st
             if key == "mcc":
                 out["r2"] = float(r2_affine(z_np, zh_np).r2)
                 out["r2_in_sample"] = float(r2_affine(z_np, zh_np, in_sample=True).r2)
+                if exp.setting.observes_images:
+                    out.update(per_factor_scores(z_np, zh_np))
     out.update(
         elbo=float(cat["elbo"].double().mean()),
         reconstruction=float(cat["reconstruction"].double().mean()),
@@ -353,7 +479,7 @@ def evaluate_vae(exp: Experiment, z: torch.Tensor, chunk: int = 8192) -> dict[st
         eq12_log_ratio=float((logvar - cat["log_rhs"]).abs().mean()),
         recon_error=float(cat["recon_error"].double().mean()),
         c_ima=float(cat["c_ima"].mean()),
-        c_ima_mean_jacobian=float(c_ima_from_jacobian(cat["jac"].mean(0))),
+        c_ima_mean_jacobian=float(c_ima_from_jacobian(cat["jac_sum"].sum(0) / z.shape[0])),
     )
     if has_jac:
         out["c_ima_mixing"] = float(cat["c_ima_mixing"].mean())

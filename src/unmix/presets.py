@@ -34,6 +34,15 @@ class Preset:
     paper: dict[str, tuple[float, float]] = field(default_factory=dict)
     group: str = ""
     quick: dict[str, Any] = field(default_factory=dict)
+    budget_overrides: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    def overrides(self, budget: str) -> dict[str, Any]:
+        """This preset's own fields for ``budget`` (applied after the budget's): :attr:`quick`
+        for ``quick``, then ``budget_overrides[budget]`` (e.g. a smaller data set for ``smoke``,
+        the image experiments' own ``paper`` optimiser)."""
+        out = dict(self.quick) if budget == "quick" else {}
+        out.update(self.budget_overrides.get(budget, {}))
+        return out
 
 
 def _setting(
@@ -257,11 +266,11 @@ def in_group(group: str) -> list[Preset]:
 
 def _register_extra() -> None:
     """Presets of other papers live in their own modules and join the registry here."""
-    try:
-        from unmix.presets_reizinger import build_presets
-    except ImportError:
-        return
+    from unmix.presets_images import build_presets as image_presets
+    from unmix.presets_reizinger import build_presets
+
     PRESETS.update(build_presets())
+    PRESETS.update(image_presets())
 
 
 _register_extra()

@@ -40,15 +40,30 @@ class DistributionSpec(_Strict):
     R^N they are centred at 0. As a *conditional* they are centred at z: vMF on the sphere; on the
     sphere the others are Euclidean noise projected back onto the sphere (not a vMF); on the box
     they are truncated to the box; on R^N exact.
+
+    ``beta`` (a *marginal* on a box only; paper 004's Sprites latents): independent
+    Beta(α_i, β_i) per coordinate, rescaled onto [low, high]. Either fixed shapes ``alpha`` and
+    ``beta`` shared by all coordinates, or ``shape_range: [a, b]``: α_i, β_i ~ U(a, b) per
+    coordinate, drawn from the data seed (:func:`unmix.distributions.beta.random_beta_shapes`).
     """
 
-    kind: Literal["uniform", "vmf", "normal", "laplace", "gennorm"]
+    kind: Literal["uniform", "vmf", "normal", "laplace", "gennorm", "beta"]
     kappa: float | None = Field(default=None, description="vMF concentration κ > 0")
     scale: float | None = Field(default=None, description="σ (normal) or λ (laplace, gennorm) > 0")
-    beta: float | None = Field(default=None, description="generalised-normal shape β > 0")
+    beta: float | None = Field(
+        default=None, description="generalised-normal shape β > 0, or the Beta's β > 0"
+    )
+    alpha: float | None = Field(default=None, description="the Beta's α > 0 (kind beta)")
+    shape_range: tuple[float, float] | None = Field(
+        default=None, description="kind beta: α_i, β_i ~ U(a, b) per coordinate from the data seed"
+    )
 
     @model_validator(mode="after")
     def _check(self) -> DistributionSpec:
+        if self.kind == "beta":
+            return self._check_beta()
+        if self.alpha is not None or self.shape_range is not None:
+            raise ValueError(f"'{self.kind}' takes no 'alpha'/'shape_range' (only kind beta does)")
         need = {
             "vmf": ("kappa",),
             "normal": ("scale",),
@@ -69,8 +84,31 @@ class DistributionSpec(_Strict):
                 )
         return self
 
+    def _check_beta(self) -> DistributionSpec:
+        if self.kappa is not None or self.scale is not None:
+            raise ValueError("'beta' takes no 'kappa'/'scale': give alpha and beta, or shape_range")
+        fixed = self.alpha is not None or self.beta is not None
+        if fixed == (self.shape_range is not None):
+            raise ValueError(
+                "'beta' needs either both 'alpha' and 'beta' (e.g. alpha: 2, beta: 5) or "
+                "'shape_range' (e.g. shape_range: [2, 15]), not both"
+            )
+        if fixed:
+            for name in ("alpha", "beta"):
+                value = getattr(self, name)
+                if value is None or not value > 0:
+                    raise ValueError(f"'beta' needs '{name}' > 0, got {value}")
+        elif not 0 < self.shape_range[0] <= self.shape_range[1]:
+            raise ValueError(f"shape_range must satisfy 0 < a <= b, got {list(self.shape_range)}")
+        return self
+
     def label(self) -> str:
         """Short human label as in the paper's tables, e.g. ``vMF(κ=1)``."""
+        if self.kind == "beta":
+            if self.shape_range is not None:
+                a, b = self.shape_range
+                return f"Beta(α, β ~ U({a:g}, {b:g}))"
+            return f"Beta(α={self.alpha:g}, β={self.beta:g})"
         if self.kind == "uniform":
             return "Uniform"
         if self.kind == "vmf":
@@ -117,6 +155,12 @@ class LatentSpec(_Strict):
                 f"a vMF conditional lives on the sphere, not on a {self.space}: "
                 "use normal, laplace or gennorm, or set space: sphere"
             )
+        if self.conditional is not None and self.conditional.kind == "beta":
+            raise ValueError(
+                "conditional cannot be 'beta' (it is a marginal): use normal, laplace or gennorm"
+            )
+        if self.marginal.kind == "beta" and self.space != "box":
+            raise ValueError(f"a beta marginal lives on a box, not on a {self.space}")
         if self.marginal.kind == "vmf" and self.space != "sphere":
             raise ValueError(f"a vMF marginal lives on the sphere, not on a {self.space}")
         if self.marginal.kind == "uniform" and self.space == "euclidean":
@@ -140,7 +184,12 @@ MixingKind = Literal[
     "moebius+linear",
     "smooth_leaky_mlp",
     "triangular_mlp",
+    "sprites",
+    "scenes3d",
 ]
+
+RENDERER_DIMS = {"sprites": 4, "scenes3d": 10}
+"""Latent dimension each image renderer takes (factors in the unit box [0, 1]^d)."""
 
 
 class MixingSpec(_Strict):
@@ -155,6 +204,10 @@ class MixingSpec(_Strict):
     ``n_layers``, ``negative_slope``). ``center: true`` subtracts the mean observation E[g(z)]
     (estimated once from ``center_samples`` draws of p(z) with a stream of the data seed), as paper
     004's code mean-centres its observations; the shift changes neither Jacobians nor c_IMA.
+
+    Image renderers (:mod:`unmix.render`, docs/render.md): ``sprites`` (paper 004's Sprites: x, y,
+    scale, hue; one ``sprite_shape`` on black) and ``scenes3d`` (a 3DIdent-like scene, 10 factors);
+    both take latents in the unit box [0, 1]^d and give RGB images of ``image_size`` pixels.
     """
 
     kind: MixingKind = "invertible_mlp"
@@ -164,6 +217,18 @@ class MixingSpec(_Strict):
     cond_quantile: float = Field(default=0.0, ge=0, le=1)
     center: bool = False
     center_samples: int = Field(default=100_000, ge=2)
+    image_size: int = Field(default=64, ge=8, le=512, description="renderers: image side (px)")
+    sprite_shape: Literal["triangle", "square", "ellipse", "circle"] = "triangle"
+
+    @property
+    def is_renderer(self) -> bool:
+        return self.kind in RENDERER_DIMS
+
+    @model_validator(mode="after")
+    def _check(self) -> MixingSpec:
+        if self.is_renderer and self.center:
+            raise ValueError(f"center does not apply to the '{self.kind}' renderer: remove it")
+        return self
 
 
 class VAESpec(_Strict):
@@ -222,6 +287,12 @@ class ModelSpec(_Strict):
     """
 
     kind: Literal["mlp", "identity", "vae"] = "mlp"
+    backbone: Literal["mlp", "conv", "resnet18"] = Field(
+        default="mlp",
+        description="mlp for vector observations; conv (a 4-layer conv net, "
+        "unmix.models.conv) or resnet18 (unmix.models.resnet) for images. With an image backbone "
+        "'hidden' lists at most one hidden layer after the backbone (paper 000: [10], i.e. 10·N).",
+    )
     space: ModelSpace = "sphere"
     hidden: tuple[int, ...] = (10, 50, 50, 50, 50, 10)
     negative_slope: float = Field(default=0.01, ge=0, le=1)
@@ -245,6 +316,21 @@ class ModelSpec(_Strict):
     def _check(self) -> ModelSpec:
         if self.kind != "vae" and self.vae is not None:
             raise ValueError(f"the 'vae' section is for kind: vae, not kind: {self.kind}")
+        if self.backbone != "mlp":
+            if self.kind == "identity":
+                raise ValueError("backbone applies to learned models, not kind: identity")
+            if len(self.hidden) > 1:
+                raise ValueError(
+                    f"with backbone {self.backbone} 'hidden' lists at most one layer after the "
+                    f"backbone (e.g. [10]); got {list(self.hidden)}"
+                )
+            if self.standardize_input:
+                raise ValueError(
+                    f"standardize_input is for vector observations, not backbone {self.backbone}: "
+                    "set it to false"
+                )
+            if self.kind == "vae" and self.backbone != "conv":
+                raise ValueError("an image VAE uses backbone: conv (a conv encoder and decoder)")
         if self.kind == "vae" and self.standardize_input:
             raise ValueError(
                 "standardize_input does not apply to kind: vae (its likelihood models x itself; "
@@ -309,6 +395,39 @@ class TrainSpec(_Strict):
     checkpoint_every: int = Field(default=1000, ge=1)
 
 
+class DataSpec(_Strict):
+    """A finite image data set in place of fresh draws (paper 000, Sec. 4.2.2: 3DIdent).
+
+    * ``kind: rendered`` — render ``n_train`` + ``n_test`` images once with the setting's renderer
+      (``mixing.kind`` sprites or scenes3d) from latents z ~ p(z) of the data seed, into ``root``
+      (default: a cache directory named after the setting's data, see
+      :func:`unmix.datasets.default_root`), in unmix's image-store format (docs/data.md);
+      resumable; reused by later runs.
+    * ``kind: store`` — read existing stores ``root/train`` and ``root/test`` (``unmix render``).
+    * ``kind: 3dident`` — read the original 3DIdent at ``root`` (splits ``train`` and ``test``
+      as distributed; see :mod:`unmix.data.threedident`).
+
+    Training draws anchors uniformly from the training split. ``positives: nearest_latent`` (the
+    paper's rule): draw z̃′ ~ p(z̃′ | z) from ``latent.conditional``, then take the training image
+    whose latent is nearest to z̃′ in L2, other than the anchor itself (as the authors' code
+    does). 3DIdent's latents are mapped onto the unit box (:class:`unmix.datasets.UnitLatents`). ``positives: augment`` (Table 4's last row): two SimCLR
+    augmentations of the anchor image (:class:`unmix.augment.SimCLRAugment`); no conditional is
+    used. Metrics are computed on the whole test split (``train.eval_samples`` does not apply).
+    """
+
+    kind: Literal["rendered", "store", "3dident"]
+    root: str | None = None
+    n_train: int = Field(default=20_000, ge=2)
+    n_test: int = Field(default=5_000, ge=16)
+    positives: Literal["nearest_latent", "augment"] = "nearest_latent"
+
+    @model_validator(mode="after")
+    def _check(self) -> DataSpec:
+        if self.kind != "rendered" and not self.root:
+            raise ValueError(f"data.kind: {self.kind} needs data.root (the data set's directory)")
+        return self
+
+
 class Seeds(_Strict):
     """``data`` seeds the mixing and the evaluation data; ``train`` the initialisation and batches."""
 
@@ -338,9 +457,53 @@ class Setting(_Strict):
     objective: ObjectiveSpec = ObjectiveSpec()
     train: TrainSpec = TrainSpec()
     seeds: Seeds = Seeds()
+    data: DataSpec | None = None
+
+    @property
+    def observes_images(self) -> bool:
+        """True when x is an image: a renderer mixing or a data set."""
+        return self.mixing.is_renderer or self.data is not None
+
+    def _check_images(self) -> None:
+        lat, mix, mod, data = self.latent, self.mixing, self.model, self.data
+        if mix.is_renderer:
+            want = RENDERER_DIMS[mix.kind]
+            if lat.space != "box" or lat.low != 0.0 or lat.high != 1.0 or lat.dim != want:
+                raise ValueError(
+                    f"the '{mix.kind}' renderer takes latents in the unit box [0, 1]^{want}: set "
+                    f"latent.space: box, low: 0, high: 1, dim: {want} (got {lat.space}, "
+                    f"dim {lat.dim}, [{lat.low:g}, {lat.high:g}])"
+                )
+        if data is not None:
+            if data.kind == "rendered" and not mix.is_renderer:
+                raise ValueError(
+                    "data.kind: rendered needs a renderer: set mixing.kind to sprites or scenes3d"
+                )
+            if mod.kind == "vae":
+                raise ValueError("a VAE trains on fresh renders: remove the data section")
+            if data.positives == "nearest_latent" and lat.conditional is None:
+                raise ValueError(
+                    "data.positives: nearest_latent needs latent.conditional (z̃′ ~ p(·|z))"
+                )
+        if self.observes_images and mod.kind != "identity" and mod.backbone == "mlp":
+            raise ValueError(
+                "observations are images: set model.backbone to conv or resnet18 "
+                "(and model.hidden to e.g. [10])"
+            )
+        if not self.observes_images and mod.backbone != "mlp":
+            raise ValueError(
+                f"model.backbone {mod.backbone} needs image observations (a renderer mixing or "
+                "a data section): use backbone: mlp"
+            )
+        if self.observes_images and mod.kind == "identity":
+            raise ValueError(
+                "kind: identity scores the observations themselves, which are images here: "
+                "it is not defined for image settings"
+            )
 
     @model_validator(mode="after")
     def _check(self) -> Setting:
+        self._check_images()
         is_vae, is_elbo = self.model.kind == "vae", self.objective.kind == "elbo"
         if is_vae != is_elbo:
             raise ValueError(
@@ -362,7 +525,8 @@ class Setting(_Strict):
                 f"Jacobian, one of {sorted(_INVERTIBLE_SQUARE)}; got mixing.kind "
                 f"{self.mixing.kind}"
             )
-        if self.latent.conditional is None and self.objective.kind != "elbo":
+        augment = self.data is not None and self.data.positives == "augment"
+        if self.latent.conditional is None and self.objective.kind != "elbo" and not augment:
             raise ValueError(
                 f"objective '{self.objective.kind}' needs positive pairs: give the latent a "
                 "conditional, e.g. latent.conditional: {kind: normal, scale: 0.05}"

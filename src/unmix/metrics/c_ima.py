@@ -106,7 +106,9 @@ def batched_jacobian(
     ``fn`` maps a batch ``(B, n)`` to ``(B, ...)``; each sample's output is flattened to ``m``
     values. Each sample is differentiated *on its own* (``fn`` is called on batches of one), so maps
     that mix samples within a batch cannot leak into the Jacobian. Uses
-    ``torch.func.vmap(torch.func.jacrev(·), chunk_size=chunk_size)``; if ``fn`` is not
+    ``torch.func.vmap(torch.func.jacrev(·), chunk_size=chunk_size)`` — or ``jacfwd`` when each
+    sample has more outputs than inputs (``m > n``, e.g. a decoder to images: n forward passes
+    instead of m backward ones); if ``fn`` is not
     functorch-compatible (``.item()``, data-dependent control flow, …) falls back, with a warning,
     to a slower loop over samples with ``torch.autograd.functional.jacobian`` (whose result is not
     differentiable with respect to ``fn``'s parameters). Runs in ``z``'s dtype and device: pass
@@ -121,7 +123,10 @@ def batched_jacobian(
         return fn(zi.unsqueeze(0)).reshape(-1)
 
     try:
-        jac = torch.func.vmap(torch.func.jacrev(single), chunk_size=chunk_size)(z)
+        with torch.no_grad():
+            m = single(z[:1][0]).numel() if z.shape[0] else 0
+        jac_fn = torch.func.jacfwd if m > z.shape[-1] else torch.func.jacrev
+        jac = torch.func.vmap(jac_fn(single), chunk_size=chunk_size)(z)
     except Exception as exc:  # functorch-incompatible fn: fall back to a plain loop.
         warnings.warn(
             f"batched_jacobian: fn is not compatible with torch.func ({type(exc).__name__}: "

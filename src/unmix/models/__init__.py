@@ -1,11 +1,17 @@
-"""Models ẑ = f(x): encoders and output heads."""
+"""Models ẑ = f(x): MLP and image encoders, output heads (and the VAE in :mod:`.vae`)."""
 
+from unmix.models.conv import ConvBackbone, ConvDecoder, ImageEncoder
 from unmix.models.encoders import IdentityEncoder, MLPEncoder, n_parameters
 from unmix.models.heads import BoxHead, IdentityHead, SigmoidBoxHead, SphereHead, make_head
+from unmix.models.resnet import ResNet18Backbone
 
 __all__ = [
     "MLPEncoder",
     "IdentityEncoder",
+    "ConvBackbone",
+    "ConvDecoder",
+    "ImageEncoder",
+    "ResNet18Backbone",
     "n_parameters",
     "SphereHead",
     "BoxHead",

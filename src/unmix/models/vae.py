@@ -226,6 +226,10 @@ class GaussianVAE(nn.Module):
         Decoder precision :math:`\gamma^2 > 0`; the likelihood's variance is :math:`1/\gamma^2`.
     learn_gamma:
         Train :math:`\log\gamma^2` (a parameter initialised at ``log(gamma2)``) instead of fixing it.
+    encoder_net, decoder_net:
+        Networks to use instead of the MLPs (e.g. a conv encoder and decoder for images): the
+        encoder maps flattened observations ``(B, obs_dim)`` to ``(B, 2·dim)`` and must end in a
+        ``Linear``; the decoder maps ``(B, dim)`` to ``(B, obs_dim)`` and is trained.
     decoder:
         A fixed module to use as the decoder mean :math:`f^\theta` on the latent space (e.g. the
         ground-truth mixing, Sec. 4.2); it is frozen. ``None`` builds the decoder MLP.
@@ -253,6 +257,8 @@ class GaussianVAE(nn.Module):
         decoder: nn.Module | None = None,
         gamma2_warmup_steps: int = 0,
         gamma2_start: float = 100.0,
+        encoder_net: nn.Module | None = None,
+        decoder_net: nn.Module | None = None,
     ) -> None:
         super().__init__()
         if not (isinstance(dim, int) and dim >= 1):
@@ -268,8 +274,18 @@ class GaussianVAE(nn.Module):
         self.dim, self.obs_dim = dim, obs_dim
         widths = [int(h) * dim for h in hidden]
         self.prior = prior if prior is not None else VAEPrior("gaussian")
-        self.encoder = mlp(obs_dim, widths, 2 * dim, negative_slope)
-        last = self.encoder[-1]
+        self.encoder = (
+            encoder_net
+            if encoder_net is not None
+            else mlp(obs_dim, widths, 2 * dim, negative_slope)
+        )
+        linears = [m for m in self.encoder.modules() if isinstance(m, nn.Linear)]
+        if not linears or linears[-1].out_features != 2 * dim:
+            raise ConfigError(
+                f"GaussianVAE: the encoder network must end in a Linear layer with 2·dim = "
+                f"{2 * dim} outputs (mean, log-variance)."
+            )
+        last = linears[-1]
         if isinstance(gamma2_warmup_steps, bool) or not (
             isinstance(gamma2_warmup_steps, int) and gamma2_warmup_steps >= 0
         ):
@@ -295,7 +311,12 @@ class GaussianVAE(nn.Module):
         self.register_buffer("step", torch.zeros((), dtype=torch.long))
         with torch.no_grad():
             last.bias[dim:].fill_(-math.log(min(gamma2_start, gamma2)))
-        if decoder is None:
+        if decoder is not None and decoder_net is not None:
+            raise ConfigError("GaussianVAE: pass a fixed 'decoder' or a 'decoder_net', not both.")
+        if decoder_net is not None:
+            self.decoder = decoder_net
+            self.fixed_decoder = False
+        elif decoder is None:
             self.decoder = mlp(dim, widths, obs_dim, negative_slope)
             self.fixed_decoder = False
         else:

@@ -17,6 +17,7 @@ run), then writes ``<target>.csv`` (one row per run with every metric of
   :math:`C_{IMA}` against :math:`\gamma^2` for the Möbius mixing; right: MCC against the
   :math:`c_{IMA}` of the volume-preserving linear map applied after the Möbius map
   (:data:`LINEAR_MAPS_PER_SEED` maps per requested seed, one per data seed).
+* **reizinger-fig5** (Sec. 4.3, Sprites) — see :mod:`unmix.reproduce.reizinger_images`.
 * **reizinger-fig4** (Sec. 4.2) — the decoder fixed to the ground-truth triangular MLP; per
   :math:`\gamma^2`: :math:`\log p(x)` (change of variables, eq. (4)), the IMA-regularised
   :math:`\mathcal L_{IMA} = \log p(x) - C_{IMA}` and the trained :math:`\mathrm{ELBO}^*`, averaged
@@ -44,7 +45,7 @@ from unmix.reproduce.zimmermann import ReproduceReport
 from unmix.settings import Setting
 from unmix.sweep import Job, JobOutcome, run_jobs
 
-TARGETS = ("reizinger-fig2", "reizinger-fig3", "reizinger-fig4")
+TARGETS = ("reizinger-fig2", "reizinger-fig3", "reizinger-fig4", "reizinger-fig5")
 LINEAR_MAPS_PER_SEED = 4
 """Fig. 3 right: volume-preserving linear maps (data seeds) per requested seed (paper: 100)."""
 PAPER_OVERRIDES = {
@@ -88,12 +89,8 @@ RUN_METRICS = (
 
 def preset_setting(preset: presets.Preset, budget: str, seed: int) -> Setting:
     """The preset's setting under ``budget`` with data and training seed ``seed``."""
-    if budget == "quick":
-        overrides = dict(preset.quick)
-    elif budget == "paper":
-        overrides = dict(PAPER_OVERRIDES)
-    else:
-        overrides = {}
+    overrides = dict(PAPER_OVERRIDES) if budget == "paper" else {}
+    overrides.update(preset.overrides(budget))
     overrides.update({"seeds.data": seed, "seeds.train": seed})
     return apply_budget(preset.setting, budget, overrides)
 
@@ -150,6 +147,7 @@ def reproduce(
             "gamma2": job.setting.model.vae.gamma2,
             "seed": seed,
             **{k: sm.get(k, float("nan")) for k in RUN_METRICS},
+            **{k: v for k, v in sm.items() if k.startswith(("mcc_factor", "r2_factor"))},
             "gamma2_final": sm.get("gamma2", float("nan")),  # differs if learned
             "steps": sm["steps"],
             "train_time_s": sm["train_time_s"],
@@ -176,7 +174,13 @@ def reproduce(
         f"Paper: {PAPER_004}. Command: `unmix reproduce {target} --budget {budget} "
         f"--seeds {seeds}`.\n\n"
     )
-    report = {"reizinger-fig2": fig2_report, "reizinger-fig3": fig3_report}.get(target, fig4_report)
+    from unmix.reproduce.reizinger_images import fig5_report
+
+    report = {
+        "reizinger-fig2": fig2_report,
+        "reizinger-fig3": fig3_report,
+        "reizinger-fig5": fig5_report,
+    }.get(target, fig4_report)
     md = header + (report(rows, report_dir) if rows else "No finished runs.\n")
     runs.atomic_write_text(report_dir / f"{target}.md", md)
     return ReproduceReport(target, report_dir, rows, md, time.perf_counter() - t0, failures)

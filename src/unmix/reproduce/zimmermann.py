@@ -25,7 +25,7 @@ from unmix.errors import ConfigError
 from unmix.settings import Setting, assumptions_match
 from unmix.sweep import Job, JobOutcome, run_jobs
 
-TARGETS = ("zimmermann-table1", "zimmermann-table2", "zimmermann-fig2")
+TARGETS = ("zimmermann-table1", "zimmermann-table2", "zimmermann-table4", "zimmermann-fig2")
 COLUMNS = ("identity", "supervised", "unsupervised")
 
 
@@ -42,7 +42,7 @@ class ReproduceReport:
 def column_setting(preset: presets.Preset, column: str, budget: str, seed: int) -> Setting:
     """The setting for one column of a row: the unsupervised model, the Identity baseline (score
     g(z) itself: no encoder, no training) or the Supervised baseline (MSE to z, same model space)."""
-    overrides = preset.quick if budget == "quick" else {}
+    overrides = preset.overrides(budget)
     s = apply_budget(preset.setting, budget, {**overrides, "seeds.data": seed, "seeds.train": seed})
     data = s.to_dict()
     if column == "identity":
@@ -66,6 +66,8 @@ def plan(
         cols = ["unsupervised"]
         if baselines:
             cols = [c for c in COLUMNS if c in preset.paper and c != "unsupervised"] + cols
+        if preset.setting.observes_images:  # Identity scores x itself: not defined for images
+            cols = [c for c in cols if c != "identity"]
         for column in cols:
             for seed in range(seeds):
                 s = column_setting(preset, column, budget, seed)
@@ -89,6 +91,7 @@ def reproduce(
     out = Path(out)
     t0 = time.perf_counter()
     items = plan(target, budget, seeds, out, baselines, device)
+    prepare_data([job.setting for *_, job in items])
     outcomes = run_jobs(
         [job for *_, job in items], workers=workers, backend=backend, on_done=on_done
     )
@@ -106,6 +109,7 @@ def reproduce(
                 "r2": sm["r2"],
                 "r2_in_sample": sm["r2_in_sample"],
                 "mcc": sm["mcc"],
+                **{k: v for k, v in sm.items() if k.startswith(("r2_factor", "mcc_factor"))},
                 "steps": sm["steps"],
                 "wall_time_s": sm["wall_time_s"],
                 "run_dir": str(job.run_dir),
@@ -116,10 +120,88 @@ def reproduce(
     runs.write_csv(report_dir / f"{target}.csv", rows)
     if target == "zimmermann-fig2":
         md = fig2_report(rows, report_dir)
+    elif target == "zimmermann-table4":
+        md = table4_markdown(rows, budget, seeds)
     else:
         md = table_markdown(target, rows, budget, seeds)
     runs.atomic_write_text(report_dir / f"{target}.md", md)
     return ReproduceReport(target, report_dir, rows, md, time.perf_counter() - t0, failures)
+
+
+def prepare_data(settings: list[Setting]) -> None:
+    """Render every ``data.kind: rendered`` data set the runs need, once, before the runs start
+    (so that parallel workers never render the same data set at the same time)."""
+    from unmix.datasets import data_root, ensure_rendered
+    from unmix.experiment import build_mixing
+    from unmix.latents import build_latent_process
+
+    done: set[str] = set()
+    for s in settings:
+        if s.data is None or s.data.kind != "rendered" or str(data_root(s)) in done:
+            continue
+        process = build_latent_process(s.latent, seed=s.seeds.data)
+        ensure_rendered(s, process, build_mixing(s.mixing, s.latent.dim, s.seeds.data), True)
+        done.add(str(data_root(s)))
+
+
+def table4_markdown(rows: list[dict], budget: str, seeds: int) -> str:
+    """Table 4 (3DIdent-like scenes): R² and MCC per row beside the paper's, and the supervised
+    baseline; the observation model, data set size and encoder are those of ``budget``."""
+    from unmix.presets_images import TABLE4_IDENTITY_R2
+
+    def ours(name: str, column: str, key: str) -> str:
+        return _fmt([r[key] for r in rows if r["preset"] == name and r["column"] == column])
+
+    def paper(p: presets.Preset, key: str) -> str:
+        return f"{p.paper[key][0]:.2f} ± {p.paper[key][1]:.2f}" if key in p.paper else ""
+
+    lines = [
+        f"R² and MCC [%] on the test split, budget `{budget}`, {seeds} seed(s) (mean ± std over "
+        f"seeds where > 1). Paper values: {presets.PAPER_000}, Table 4 (Identity R² of row 1: "
+        f"{TABLE4_IDENTITY_R2[0]:.2f} ± {TABLE4_IDENTITY_R2[1]:.2f}; not computed here).",
+        "",
+        r"| row | p(z̃\|z) | model | q_h | M. | R² | MCC | paper: R² | paper: MCC |",
+        "|" + "---|" * 9,
+    ]
+    sup = []
+    for p in presets.in_group("zimmermann-table4"):
+        s = p.setting
+        cond = "Augm." if s.data.positives == "augment" else s.latent.conditional.label()
+        match = "✓" if assumptions_match(s, "affine") else "✗"
+        row = p.name.rsplit("row", 1)[-1]
+        lines.append(
+            f"| {row} | {cond} | {s.model.space} | {s.objective.label()} | {match} | "
+            f"{ours(p.name, 'unsupervised', 'r2')} | {ours(p.name, 'unsupervised', 'mcc')} | "
+            f"{paper(p, 'unsupervised')} | {paper(p, 'unsupervised_mcc')} |"
+        )
+        if "supervised" in p.paper:
+            sup.append(
+                f"| Supervised ({s.model.space}) | {ours(p.name, 'supervised', 'r2')} | "
+                f"{ours(p.name, 'supervised', 'mcc')} | {paper(p, 'supervised')} | "
+                f"{paper(p, 'supervised_mcc')} |"
+            )
+    if sup:
+        lines += ["", "| baseline | R² | MCC | paper: R² | paper: MCC |", "|---|---|---|---|---|"]
+        lines += sup
+    factor_keys = sorted(
+        {k for r in rows for k in r if k.startswith("r2_factor")},
+        key=lambda k: int(k.removeprefix("r2_factor")),
+    )
+    if factor_keys:
+        from unmix.render import SCENE_FACTOR_NAMES
+
+        names = [SCENE_FACTOR_NAMES[int(k.removeprefix("r2_factor"))] for k in factor_keys]
+        lines += [
+            "",
+            "Per-factor R² [%] (held-out affine fit of each true factor):",
+            "",
+            "| row | column | " + " | ".join(names) + " |",
+            "|" + "---|" * (2 + len(names)),
+        ]
+        for r in rows:
+            vals = " | ".join(f"{100 * r[k]:.1f}" for k in factor_keys)
+            lines.append(f"| {r['preset'].rsplit('row', 1)[-1]} | {r['column']} | {vals} |")
+    return "\n".join(lines) + "\n"
 
 
 def _fmt(values: list[float]) -> str:

@@ -1,0 +1,193 @@
+r"""Finite image data sets for an experiment (a setting's ``data`` section).
+
+Paper 000 trains on a *finite* 3DIdent (Sec. 4.2.2): anchors are data points, and a positive is the
+data point whose latent is nearest (L2) to :math:`\tilde z' \sim p(\tilde z' | z)`. unmix does the
+same with its own renders (``data.kind: rendered``, pre-rendered once into an image store with
+:func:`ensure_rendered`), existing stores (``store``) or the original 3DIdent (``3dident``).
+:class:`FiniteData` holds the two splits and draws training pairs; the stores, readers and the
+nearest-neighbour index live in :mod:`unmix.data`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+from unmix.errors import ConfigError
+from unmix.latents import LatentProcess
+from unmix.settings import Setting
+
+TRAIN_STREAM = 5_000_011  # data-seed offset of the training split's latents
+TEST_STREAM = 5_000_077  # data-seed offset of the test split's latents
+CACHE_ENV = "UNMIX_DATA_DIR"
+
+
+def data_key(setting: Setting) -> str:
+    """A short name for a rendered data set: renderer, size, split sizes, data seed and a hash of
+    everything that changes its pixels or latents (latent spec, mixing spec, seed, sizes)."""
+    data = setting.data
+    assert data is not None
+    ident = {
+        "latent": setting.latent.model_dump(mode="json", exclude={"conditional"}),
+        "mixing": setting.mixing.model_dump(mode="json"),
+        "seed": setting.seeds.data,
+        "n": [data.n_train, data.n_test],
+    }
+    digest = hashlib.sha256(json.dumps(ident, sort_keys=True).encode()).hexdigest()[:10]
+    m = setting.mixing
+    return (
+        f"{m.kind}-{m.image_size}px-n{data.n_train}+{data.n_test}-data{setting.seeds.data}-{digest}"
+    )
+
+
+def default_root(setting: Setting) -> Path:
+    """Where ``data.kind: rendered`` keeps its images when ``data.root`` is not given:
+    ``$UNMIX_DATA_DIR/<data_key>`` (default ``~/.cache/unmix/datasets/<data_key>``)."""
+    base = os.environ.get(CACHE_ENV) or Path.home() / ".cache" / "unmix" / "datasets"
+    return Path(base).expanduser() / data_key(setting)
+
+
+def data_root(setting: Setting) -> Path:
+    data = setting.data
+    assert data is not None
+    return Path(data.root).expanduser() if data.root else default_root(setting)
+
+
+def ensure_rendered(
+    setting: Setting, process: LatentProcess, renderer, progress: bool = False
+) -> Path:
+    """Render (or finish rendering) the train and test splits of a ``data.kind: rendered``
+    setting into image stores ``root/train`` and ``root/test``; returns ``root``. Latents are
+    z ~ p(z) from two streams of the data seed, so the same setting always gives the same images.
+    Interrupted renders resume; a store with other latents at ``root`` is refused."""
+    from unmix.data.store import write_image_store
+
+    data = setting.data
+    assert data is not None and data.kind == "rendered"
+    root = data_root(setting)
+    info = {
+        "latent": setting.latent.model_dump(mode="json", exclude={"conditional"}),
+        "mixing": setting.mixing.model_dump(mode="json"),
+        "data_seed": setting.seeds.data,
+    }
+    names = list(getattr(renderer.renderer, "factor_names", []) or []) or None
+    for split, n, stream in (
+        ("train", data.n_train, TRAIN_STREAM),
+        ("test", data.n_test, TEST_STREAM),
+    ):
+        gen = torch.Generator().manual_seed(setting.seeds.data + stream)
+        z = process.sample(n, gen).to(torch.float32).cpu()
+        write_image_store(
+            root / split,
+            z,
+            renderer,
+            factor_names=names,
+            info={**info, "split": split},
+            progress=progress,
+        )
+    return root
+
+
+def open_splits(setting: Setting):
+    """``(train, test)`` :class:`unmix.data.store.ImageDataset` objects of the setting's data."""
+    data = setting.data
+    assert data is not None
+    root = data_root(setting)
+    if data.kind == "3dident":
+        from unmix.data.threedident import ThreeDIdent
+
+        return (
+            UnitLatents(ThreeDIdent(root, split="train")),
+            UnitLatents(ThreeDIdent(root, split="test")),
+        )
+    from unmix.data.store import ImageStore
+
+    if not (root / "train").exists():
+        hint = (
+            "render it first (unmix render, or any run of this setting renders it)"
+            if data.kind == "rendered"
+            else "check data.root"
+        )
+        raise ConfigError(f"no image store at {root / 'train'}: {hint}.")
+    return ImageStore(root / "train"), ImageStore(root / "test")
+
+
+class UnitLatents:
+    """A 3DIdent split whose latents are mapped onto the unit box [0, 1]^10 (the box the paper
+    samples them in, Appx A.4), so that Table 4's presets apply to it unchanged."""
+
+    def __init__(self, dataset) -> None:
+        self.dataset = dataset
+        self.latents = dataset.unit_latents().to(torch.float32)
+        self.factor_names = dataset.factor_names
+        self.image_shape = dataset.image_shape
+
+    def __len__(self) -> int:
+        return len(self.dataset)
+
+    def images(self, idx) -> torch.Tensor:
+        return self.dataset.images(idx)
+
+
+@dataclass
+class FiniteData:
+    """Train/test splits of a finite image data set and the rule that makes positive pairs."""
+
+    train: object
+    test: object
+    positives: str
+    process: LatentProcess
+    index: object | None = None  # NearestLatent over the training latents
+    augment: object | None = None  # SimCLRAugment
+
+    @classmethod
+    def open(cls, setting: Setting, process: LatentProcess) -> FiniteData:
+        train, test = open_splits(setting)
+        dim = setting.latent.dim
+        for name, split in (("train", train), ("test", test)):
+            if split.latents.shape[-1] != dim:
+                raise ConfigError(
+                    f"the {name} split's latents have {split.latents.shape[-1]} dimensions but "
+                    f"latent.dim is {dim}: set latent.dim: {split.latents.shape[-1]}"
+                )
+        positives = setting.data.positives
+        index = augment = None
+        if positives == "nearest_latent":
+            from unmix.data.pairs import NearestLatent
+
+            index = NearestLatent(train.latents)
+        else:
+            from unmix.augment import SimCLRAugment
+
+            augment = SimCLRAugment()
+        return cls(train, test, positives, process, index, augment)
+
+    @property
+    def image_shape(self) -> tuple[int, int, int]:
+        return tuple(self.train.image_shape)
+
+    def pairs(self, batch_size: int, generator: torch.Generator, device: torch.device):
+        """One training batch: ``(z, x, x_pos)`` — anchor latents, anchor images and their
+        positives (nearest-latent images, or two augmentations of the anchor)."""
+        n = len(self.train)
+        idx = torch.randint(n, (batch_size,), generator=generator, device=generator.device).cpu()
+        z = self.train.latents[idx]
+        x = self.train.images(idx)
+        if self.positives == "nearest_latent":
+            z_target = self.process.sample_positive(z.to(device), generator).cpu()
+            x_pos = self.train.images(self.index.query(z_target, exclude=idx))
+        else:
+            x_pos = self.augment(x.to(device), generator=generator)
+            x = self.augment(x.to(device), generator=generator)
+        return z.to(device), x.to(device), x_pos.to(device)
+
+    def test_images(self, chunk: int):
+        """The test split's images in order, in chunks of ``chunk``."""
+        n = len(self.test)
+        for start in range(0, n, chunk):
+            yield self.test.images(torch.arange(start, min(start + chunk, n)))

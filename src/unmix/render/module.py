@@ -1,0 +1,54 @@
+"""A renderer as a mixing module: ``x = g(z)`` with images for x (see :mod:`unmix.mixing`).
+
+:class:`RenderMixing` wraps :class:`~unmix.render.SpritesRenderer` or
+:class:`~unmix.render.SceneRenderer` as a parameter-free ``nn.Module`` so that an image setting
+runs through the same experiment code as a vector mixing. Rendering happens on the CPU (the
+renderers are CPU code); images are moved to the latents' device and dtype. ``flatten=True`` gives
+``(B, 3·H·W)`` vectors (the VAE's Gaussian likelihood is over flattened pixels).
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from unmix.settings import MixingSpec
+
+RANGE_SLACK = 1e-6
+"""Latents within this distance outside [0, 1] (float rounding at the box's edge) are clamped;
+anything further is passed on and rejected by the renderer with a ConfigError."""
+
+
+class RenderMixing(nn.Module):
+    """``forward(z)``: ``(B, d)`` factors in [0, 1] → images ``(B, 3, H, W)`` (or flattened)."""
+
+    def __init__(self, renderer, flatten: bool = False) -> None:
+        super().__init__()
+        self.renderer = renderer
+        self.flatten = flatten
+
+    @property
+    def image_shape(self) -> tuple[int, int, int]:
+        return (3, self.renderer.size, self.renderer.size)
+
+    def forward(self, z: torch.Tensor) -> torch.Tensor:
+        zc = z.detach().to("cpu", torch.float32)
+        inside = (zc >= -RANGE_SLACK) & (zc <= 1 + RANGE_SLACK)
+        zc = torch.where(inside, zc.clamp(0.0, 1.0), zc)
+        x = self.renderer.render(zc).to(device=z.device, dtype=z.dtype)
+        return x.flatten(1) if self.flatten else x
+
+    def extra_repr(self) -> str:
+        return f"{type(self.renderer).__name__}(size={self.renderer.size}), flatten={self.flatten}"
+
+
+def build_renderer(spec: MixingSpec, flatten: bool = False) -> RenderMixing:
+    """The renderer of a ``mixing.kind: sprites | scenes3d`` setting."""
+    from unmix.render.scenes3d import SceneRenderer
+    from unmix.render.sprites import SpritesRenderer
+
+    if spec.kind == "sprites":
+        renderer = SpritesRenderer(size=spec.image_size, shape=spec.sprite_shape)
+    else:
+        renderer = SceneRenderer(size=spec.image_size)
+    return RenderMixing(renderer, flatten=flatten)

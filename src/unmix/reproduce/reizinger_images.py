@@ -1,0 +1,138 @@
+r"""Reizinger et al. 2022 (paper 004), Fig. 5: a VAE on Sprites, reported beside the paper.
+
+From the runs of ``reizinger-fig5`` (one per seed), :func:`fig5_report` writes
+
+* ``reizinger-fig5.png`` — left: MCC and :math:`C_{IMA}` of the decoder over training (every
+  evaluation of every run; paper: they are anti-correlated); centre: true factor against its
+  matched, sign-corrected estimate (posterior mean, affinely rescaled) for the best run (highest
+  final MCC); right: ``reizinger-fig5-traversal.png`` — decoded traversals of each matched latent
+  of the best run, one row per true factor, from its 5 % to its 95 % quantile with the others
+  at the posterior mean of one evaluation image;
+* a Markdown table of MCC per factor (ours: median over seeds and best run; paper: its best run).
+"""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from unmix.presets_images import FIG5_PAPER_MCC
+from unmix.render import SPRITES_FACTOR_NAMES
+
+TRAVERSAL_STEPS = 8
+
+
+def _history(run_dir: str | Path) -> list[dict]:
+    path = Path(run_dir) / "metrics.csv"
+    if not path.exists():
+        return []
+    with path.open() as fh:
+        return [
+            {k: float(v) for k, v in r.items() if v not in ("", None)} for r in csv.DictReader(fh)
+        ]
+
+
+def _matched(exp, n: int = 1024):
+    """Evaluation latents, posterior means and MCC's matching for a trained Sprites VAE."""
+    from unmix.metrics import mcc
+
+    z = exp.eval_data()[:n]
+    vae = exp.encoder
+    with torch.no_grad():
+        mu, logvar = vae.encode(exp.mixing(z))
+        z_hat = vae.prior.posterior_mean(mu, logvar)
+    res = mcc(z.double().numpy(), z_hat.double().numpy())
+    return z, mu, z_hat, res
+
+
+def _traversal(exp, mu: torch.Tensor, res, out: Path) -> None:
+    from PIL import Image
+
+    vae = exp.encoder
+    shape = exp.mixing.image_shape
+    base = mu[0]
+    rows = []
+    for k in range(mu.shape[1]):
+        j = int(res.permutation[k])
+        lo, hi = torch.quantile(mu[:, j], torch.tensor([0.05, 0.95]))
+        vals = torch.linspace(float(lo), float(hi), TRAVERSAL_STEPS)
+        if res.matched_correlations[k] < 0:
+            vals = vals.flip(0)
+        u = base.repeat(TRAVERSAL_STEPS, 1)
+        u[:, j] = vals
+        with torch.no_grad():
+            imgs = vae.decode(u).reshape(TRAVERSAL_STEPS, *shape).clamp(0, 1)
+        rows.append(torch.cat(list(imgs), dim=2))
+    grid = torch.cat(rows, dim=1).permute(1, 2, 0).numpy()
+    Image.fromarray((grid * 255).round().astype(np.uint8)).save(out)
+
+
+def fig5_report(rows: list[dict], out: Path) -> str:
+    """Fig. 5 from the finished ``reizinger-fig5`` runs; returns Markdown."""
+    from unmix.reproduce.reizinger import _plt, load_trained
+
+    plt = _plt()
+    names = list(SPRITES_FACTOR_NAMES[:4])
+    best = max(rows, key=lambda r: r["mcc"] if np.isfinite(r["mcc"]) else -1)
+    exp = load_trained(best["run_dir"])
+    z, mu, z_hat, res = _matched(exp)
+    fig, axes = plt.subplots(1, 2, figsize=(10, 3.8))
+    ax = axes[0]
+    twin = ax.twinx()
+    for r in rows:
+        hist = _history(r["run_dir"])
+        steps = [h["step"] for h in hist]
+        ax.plot(steps, [h["mcc"] for h in hist], "o-", color="tab:blue", alpha=0.7)
+        twin.plot(steps, [h["c_ima"] for h in hist], "s--", color="tab:red", alpha=0.7)
+    ax.set_xlabel("training step")
+    ax.set_ylabel("MCC (posterior means)", color="tab:blue")
+    twin.set_ylabel("C_IMA of the decoder", color="tab:red")
+    ax.set_title("Sprites VAE, γ² = 1")
+    ax = axes[1]
+    zn, zh = z.double().numpy(), z_hat.double().numpy()
+    for k, name in enumerate(names):
+        est = zh[:, int(res.permutation[k])]
+        slope, icpt = np.polyfit(est, zn[:, k], 1)  # affine rescaling onto the true factor
+        ax.scatter(
+            zn[:, k],
+            slope * est + icpt,
+            s=3,
+            alpha=0.4,
+            label=f"{name} (|ρ| = {abs(res.matched_correlations[k]):.3f})",
+        )
+    ax.plot([0, 1], [0, 1], "k:", lw=1)
+    ax.set_xlabel("true factor (B-value)")
+    ax.set_ylabel("matched estimate, affinely rescaled")
+    ax.legend(fontsize=7, markerscale=3)
+    ax.set_title("best run: true vs estimated")
+    fig.tight_layout()
+    fig.savefig(out / "reizinger-fig5.png", dpi=120)
+    plt.close(fig)
+    _traversal(exp, mu, res, out / "reizinger-fig5-traversal.png")
+
+    lines = [
+        "| factor | MCC (ours, median over seeds) | MCC (ours, best run) | paper (best run) |",
+        "|---|---|---|---|",
+    ]
+    for k, name in enumerate(names):
+        vals = [r.get(f"mcc_factor{k}", float("nan")) for r in rows]
+        lines.append(
+            f"| {name} | {np.nanmedian(vals):.3f} | {best.get(f'mcc_factor{k}', float('nan')):.3f} "
+            f"| {FIG5_PAPER_MCC[name]:.3f} |"
+        )
+    mccs = [r["mcc"] for r in rows]
+    lines += [
+        "",
+        f"Mean MCC: median {np.nanmedian(mccs):.3f} over {len(rows)} run(s); best {best['mcc']:.3f}. "
+        f"C_IMA (decoder, final): best run {best.get('c_ima', float('nan')):.3f}.",
+        "",
+        "![Fig. 5](reizinger-fig5.png)",
+        "",
+        "Traversals (rows: " + ", ".join(names) + "):",
+        "",
+        "![traversal](reizinger-fig5-traversal.png)",
+    ]
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,181 @@
+"""Image settings end to end: renderer mixings, finite rendered data sets, image encoders and the
+image reproductions (Table 4, Fig. 5) at the smoke budget."""
+
+import pandas as pd
+import pytest
+import torch
+from typer.testing import CliRunner
+
+from unmix import presets
+from unmix.budgets import load_with_budget
+from unmix.cli import app
+from unmix.errors import ConfigError
+from unmix.experiment import Experiment
+from unmix.render import SpritesRenderer
+from unmix.render.module import RenderMixing
+from unmix.settings import Setting
+
+runner = CliRunner()
+
+
+@pytest.fixture(autouse=True)
+def _data_cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("UNMIX_DATA_DIR", str(tmp_path / "cache"))
+
+
+def _table4(budget="smoke", **updates):
+    return load_with_budget("zimmermann-table4-row1", budget).replace(**updates)
+
+
+def test_render_mixing_is_the_renderer_and_clamps_only_rounding():
+    r = SpritesRenderer(size=16)
+    z = torch.tensor([[0.2, 0.5, 0.5, 0.3], [1.0 + 1e-7, 0.0, 0.5, 0.9]])
+    mix = RenderMixing(r)
+    assert torch.equal(mix(z), r.render(z.clamp(0, 1)))
+    assert mix(z).shape == (2, 3, 16, 16) and mix.image_shape == (3, 16, 16)
+    mix.flatten = True
+    assert mix(z).shape == (2, 3 * 16 * 16)
+    with pytest.raises(ConfigError, match="outside the unit interval"):
+        mix(torch.tensor([[1.5, 0.5, 0.5, 0.5]]))
+
+
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        ({"latent.dim": 3}, "unit box"),
+        ({"model.backbone": "mlp"}, "observations are images"),
+        ({"model.hidden": [10, 10]}, "at most one layer"),
+        ({"data.kind": "store"}, "needs data.root"),
+    ],
+)
+def test_image_settings_are_validated(change, message):
+    with pytest.raises(ConfigError, match=message):
+        _table4(**change)
+
+
+def test_vector_settings_refuse_image_backbones():
+    with pytest.raises(ConfigError, match="needs image observations"):
+        load_with_budget("zimmermann-table1-row2", "smoke").replace(
+            **{"model.backbone": "conv", "model.hidden": [10]}
+        )
+
+
+def test_rendered_data_set_is_made_once_and_split_by_the_data_seed(tmp_path):
+    from unmix.datasets import data_root
+
+    s = _table4()
+    exp = Experiment.build(s)
+    root = data_root(s)
+    assert root.parent == tmp_path / "cache"
+    train, test = exp.data.train, exp.data.test
+    assert len(train) == 256 and len(test) == 64 and train.image_shape == (3, 32, 32)
+    assert not torch.equal(train.latents[:64], test.latents)
+    # the stored images are the renders of the stored latents (to 8-bit precision)
+    x = exp.mixing(test.latents[:5])
+    assert (test.images(torch.arange(5)) - x).abs().max() <= 0.5 / 255 + 1e-6
+    stamp = (root / "train" / "images.npy").stat().st_mtime_ns
+    Experiment.build(s)  # reused, not re-rendered
+    assert (root / "train" / "images.npy").stat().st_mtime_ns == stamp
+    other = Experiment.build(s.replace(**{"seeds.data": 1}))
+    assert data_root(s.replace(**{"seeds.data": 1})) != root
+    assert not torch.equal(other.data.train.latents, train.latents)
+
+
+def test_nearest_latent_pairs_are_neighbours_of_a_conditional_draw():
+    s = _table4()
+    exp = Experiment.build(s)
+    lat = exp.data.train.latents
+    g = torch.Generator().manual_seed(5)
+    z, x, x_pos = exp.data.pairs(64, g, exp.device)
+    assert z.shape == (64, 10) and x.shape == x_pos.shape == (64, 3, 32, 32)
+    # recover the indices: every anchor image is a training image with latent z
+    idx = torch.cdist(z, lat).argmin(1)
+    assert torch.equal(lat[idx], z)
+    pos = torch.stack([(exp.data.train.images(torch.arange(len(lat))) - p).abs().flatten(1).sum(1)
+                       .argmin() for p in x_pos])
+    assert (pos != idx).all()  # the anchor itself is never its own positive
+    # positives are much closer in latent space than random pairs (σ = 0.1 per factor)
+    d_pos = (lat[pos] - z).norm(dim=1).mean()
+    d_rand = (lat[torch.randperm(len(lat))[:64]] - z).norm(dim=1).mean()
+    assert d_pos < 0.75 * d_rand
+    again = exp.data.pairs(64, torch.Generator().manual_seed(5), exp.device)
+    assert torch.equal(again[2], x_pos)
+
+
+def test_augmented_pairs_use_no_conditional():
+    s = load_with_budget("zimmermann-table4-row5", "smoke")
+    assert s.latent.conditional is None and s.data.positives == "augment"
+    exp = Experiment.build(s)
+    z, x, x_pos = exp.data.pairs(8, torch.Generator().manual_seed(0), exp.device)
+    assert x.shape == x_pos.shape == (8, 3, 32, 32) and not torch.equal(x, x_pos)
+
+
+def test_finite_data_is_scored_on_its_test_split_with_per_factor_numbers():
+    exp = Experiment.build(_table4())
+    z = exp.eval_data()
+    assert torch.equal(z, exp.data.test.latents)
+    scores = exp.evaluate(z)
+    assert {"r2", "mcc", "r2_factor0", "mcc_factor9"} <= scores.keys()
+    with pytest.raises(ConfigError, match="test split"):
+        exp.evaluate(z[:10])
+
+
+def test_image_vae_has_conv_nets_and_flat_observations():
+    s = load_with_budget("reizinger-fig5", "smoke")
+    exp = Experiment.build(s)
+    assert s.latent.marginal.kind == "beta" and exp.mixing.flatten
+    x = exp.mixing(exp.process.sample(3, torch.Generator().manual_seed(0)))
+    assert x.shape == (3, 3 * 32 * 32)
+    mu, logvar = exp.encoder.encode(x)
+    assert mu.shape == logvar.shape == (3, 4)
+    assert exp.encoder.decode(mu).shape == x.shape
+    scores = exp.evaluate(exp.eval_data(16))
+    assert {"mcc", "c_ima", "mcc_factor3"} <= scores.keys()
+
+
+def test_render_command_pre_renders_and_resumes(tmp_path):
+    root = tmp_path / "scenes"
+    args = ["render", "zimmermann-table4-row1", "--budget", "smoke", "--root", str(root),
+            "--n-train", "40", "--n-test", "20", "--size", "16"]
+    result = runner.invoke(app, args)
+    assert result.exit_code == 0, result.output
+    assert (root / "train" / "meta.json").exists() and (root / "test" / "images.npy").exists()
+    again = runner.invoke(app, args)
+    assert again.exit_code == 0 and "40 + 20 images" in again.output
+    bad = runner.invoke(app, ["render", "zimmermann-table1-row1"])
+    assert bad.exit_code == 2 and "nothing to pre-render" in bad.output
+
+
+def test_table4_smoke_reproduction(tmp_path):
+    out = tmp_path / "results"
+    result = runner.invoke(app, ["reproduce", "zimmermann-table4", "--budget", "smoke",
+                                 "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    df = pd.read_csv(out / "smoke" / "zimmermann-table4.csv")
+    assert len(df) == 5 + 1  # five rows + the supervised baseline (no Identity for images)
+    assert set(df["column"]) == {"unsupervised", "supervised"}
+    md = (out / "smoke" / "zimmermann-table4.md").read_text()
+    assert "96.73 ± 0.10" in md and "99.33 ± 0.01" in md and "Augm." in md
+    assert "Per-factor R²" in md
+
+
+def test_fig5_smoke_reproduction(tmp_path):
+    out = tmp_path / "results"
+    result = runner.invoke(app, ["reproduce", "reizinger-fig5", "--budget", "smoke",
+                                 "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    md = (out / "smoke" / "reizinger-fig5.md").read_text()
+    assert "| scale |" in md and "0.933" in md
+    assert (out / "smoke" / "reizinger-fig5.png").exists()
+    assert (out / "smoke" / "reizinger-fig5-traversal.png").exists()
+
+
+def test_every_image_preset_is_valid_at_every_budget():
+    for p in presets.PRESETS.values():
+        if p.group in ("zimmermann-table4", "reizinger-fig5"):
+            for budget in ("smoke", "quick", "paper"):
+                s = load_with_budget(p.name, budget)
+                assert isinstance(s, Setting) and s.observes_images
+    paper = load_with_budget("zimmermann-table4-row1", "paper")
+    assert paper.model.backbone == "resnet18" and paper.mixing.image_size == 224
+    assert paper.train.steps == 200_000 and paper.data.n_train == 250_000
