@@ -291,7 +291,9 @@ class ModelSpec(_Strict):
         default="mlp",
         description="mlp for vector observations; conv (a 4-layer conv net, "
         "unmix.models.conv) or resnet18 (unmix.models.resnet) for images. With an image backbone "
-        "'hidden' lists at most one hidden layer after the backbone (paper 000: [10], i.e. 10·N).",
+        "'hidden' lists at most one hidden layer after the backbone (paper 000: [10], i.e. 10·N), "
+        "with LeakyReLU(negative_slope); the conv nets' own layers use LeakyReLU(0.01), "
+        "ResNet-18 its ReLUs.",
     )
     space: ModelSpace = "sphere"
     hidden: tuple[int, ...] = (10, 50, 50, 50, 50, 10)
