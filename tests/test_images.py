@@ -179,3 +179,12 @@ def test_every_image_preset_is_valid_at_every_budget():
     paper = load_with_budget("zimmermann-table4-row1", "paper")
     assert paper.model.backbone == "resnet18" and paper.mixing.image_size == 224
     assert paper.train.steps == 200_000 and paper.data.n_train == 250_000
+
+
+def test_bench_times_a_finite_data_set_on_a_small_render():
+    from unmix.bench import BENCH_IMAGES, bench_steps
+
+    s = load_with_budget("zimmermann-table4-row5", "smoke")  # augmentations, sphere model
+    r = bench_steps(s, batch_size=8, steps=1, warmup=1)
+    assert r.seconds_per_step > 0 and set(r.stages) == {"sample", "forward", "loss", "backward"}
+    assert BENCH_IMAGES >= 4 * 8
