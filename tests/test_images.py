@@ -188,3 +188,21 @@ def test_bench_times_a_finite_data_set_on_a_small_render():
     r = bench_steps(s, batch_size=8, steps=1, warmup=1)
     assert r.seconds_per_step > 0 and set(r.stages) == {"sample", "forward", "loss", "backward"}
     assert BENCH_IMAGES >= 4 * 8
+
+
+def test_per_factor_scores_of_a_permuted_sign_flipped_copy_are_one():
+    import numpy as np
+
+    from unmix.experiment import per_factor_scores
+    from unmix.metrics import mcc, r2_affine
+
+    z = np.random.default_rng(0).random((2000, 4))
+    z_hat = -3.0 * z[:, [2, 0, 3, 1]] + 1.0
+    scores = per_factor_scores(r2_affine(z, z_hat), mcc(z, z_hat))
+    assert all(abs(scores[f"mcc_factor{i}"] - 1) < 1e-12 for i in range(4))
+    assert all(abs(scores[f"r2_factor{i}"] - 1) < 1e-9 for i in range(4))
+    # a code that holds factor 0 and independent noise explains factor 0 only
+    partial = np.column_stack([z[:, 0], np.random.default_rng(1).random((2000, 3))])
+    scores = per_factor_scores(r2_affine(z, partial), mcc(z, partial))
+    assert scores["r2_factor0"] > 0.999 and scores["mcc_factor0"] > 0.999
+    assert all(scores[f"r2_factor{i}"] < 0.01 for i in (1, 2, 3))

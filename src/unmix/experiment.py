@@ -10,7 +10,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-import numpy as np
 import torch
 from torch import nn
 
@@ -344,26 +343,24 @@ class Experiment:
         z_np, zh_np = z.double().cpu().numpy(), z_hat.double().cpu().numpy()
         if not torch.isfinite(z_hat).all():
             return {"r2": float("nan"), "r2_in_sample": float("nan"), "mcc": float("nan")}
+        r2, m = r2_affine(z_np, zh_np), mcc(z_np, zh_np)
         out = {
-            "r2": float(r2_affine(z_np, zh_np).r2),
+            "r2": float(r2.r2),
             "r2_in_sample": float(r2_affine(z_np, zh_np, in_sample=True).r2),
-            "mcc": float(mcc(z_np, zh_np).mcc),
+            "mcc": float(m.mcc),
         }
         if self.setting.observes_images:
-            out.update(per_factor_scores(z_np, zh_np))
+            out.update(per_factor_scores(r2, m))
         return out
 
 
-def per_factor_scores(z: np.ndarray, z_hat: np.ndarray) -> dict[str, float]:
-    """Per true factor i: ``r2_factor{i}`` (held-out affine R² of z_i from ẑ) and
+def per_factor_scores(r2, m) -> dict[str, float]:
+    """Per true factor i, from an :class:`~unmix.metrics.R2Result` and an
+    :class:`~unmix.metrics.MCCResult`: ``r2_factor{i}`` (held-out affine R² of z_i from ẑ) and
     ``mcc_factor{i}`` (|Pearson correlation| of z_i with the ẑ coordinate MCC's matching assigns
     to it) — the per-factor numbers of paper 004's Fig. 5 and a per-factor view of Table 4."""
-    from unmix.metrics import mcc, r2_affine
-
-    m = mcc(z, z_hat)
-    r2 = r2_affine(z, z_hat)
     out: dict[str, float] = {}
-    for i in range(z.shape[1]):
+    for i in range(len(r2.per_dim)):
         out[f"r2_factor{i}"] = float(r2.per_dim[i])
         out[f"mcc_factor{i}"] = float(abs(m.matched_correlations[i]))
     return out
@@ -465,10 +462,11 @@ def evaluate_vae(exp: Experiment, z: torch.Tensor, chunk: int = 8192) -> dict[st
             zh_np = zh.double().cpu().numpy()
             out[key] = float(mcc(z_np, zh_np).mcc)
             if key == "mcc":
-                out["r2"] = float(r2_affine(z_np, zh_np).r2)
+                r2 = r2_affine(z_np, zh_np)
+                out["r2"] = float(r2.r2)
                 out["r2_in_sample"] = float(r2_affine(z_np, zh_np, in_sample=True).r2)
                 if exp.setting.observes_images:
-                    out.update(per_factor_scores(z_np, zh_np))
+                    out.update(per_factor_scores(r2, mcc(z_np, zh_np)))
     out.update(
         elbo=float(cat["elbo"].double().mean()),
         reconstruction=float(cat["reconstruction"].double().mean()),

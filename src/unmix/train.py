@@ -82,7 +82,7 @@ def train(
         torch.backends.cudnn.allow_tf32 = True
     spec = setting.train
     run_dir = Path(out_dir) if out_dir is not None else None
-    exp = Experiment.build(setting, device)
+    exp = Experiment.build(setting, device, progress=progress)  # (renders a data set first)
     trainable = [p for p in exp.encoder.parameters() if p.requires_grad]
     opt = torch.optim.Adam(trainable, lr=spec.lr) if trainable else None
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lr_factor(spec)) if opt else None
