@@ -58,21 +58,12 @@ import torch
 
 from unmix.data.store import ImageDataset, as_index_array
 from unmix.errors import ConfigError
+from unmix.render.scenes3d import SCENE_FACTOR_NAMES
 
 __all__ = ["THREEDIDENT_FACTOR_NAMES", "THREEDIDENT_RANGES", "ThreeDIdent"]
 
-THREEDIDENT_FACTOR_NAMES: tuple[str, ...] = (
-    "object_x",
-    "object_y",
-    "object_z",
-    "object_alpha",
-    "object_beta",
-    "object_gamma",
-    "spotlight_angle",
-    "object_hue",
-    "spotlight_hue",
-    "ground_hue",
-)
+THREEDIDENT_FACTOR_NAMES: tuple[str, ...] = SCENE_FACTOR_NAMES
+"""3DIdent's column order, which unmix's scene renderer follows."""
 
 #: Documented value range ``(low, high)`` per column for each latent file of 3DIdent.
 THREEDIDENT_RANGES: dict[str, tuple[tuple[float, float], ...]] = {
