@@ -184,10 +184,14 @@ def test_every_image_preset_is_valid_at_every_budget():
 def test_bench_times_a_finite_data_set_on_a_small_render():
     from unmix.bench import BENCH_IMAGES, bench_steps
 
+    from unmix.datasets import data_root
+
     s = load_with_budget("zimmermann-table4-row5", "smoke")  # augmentations, sphere model
     r = bench_steps(s, batch_size=8, steps=1, warmup=1)
     assert r.seconds_per_step > 0 and set(r.stages) == {"sample", "forward", "loss", "backward"}
-    assert BENCH_IMAGES >= 4 * 8
+    small = s.replace(**{"data.n_train": BENCH_IMAGES, "data.n_test": 64})
+    assert (data_root(small) / "train" / "meta.json").exists()  # the small set, not the preset's
+    assert not data_root(s).exists()
 
 
 def test_per_factor_scores_of_a_permuted_sign_flipped_copy_are_one():

@@ -93,6 +93,22 @@ def ensure_rendered(
     return root
 
 
+def prepare_rendered(settings: list[Setting], progress: bool = True) -> None:
+    """Render every ``data.kind: rendered`` data set these settings need, each once (called by
+    :func:`unmix.sweep.run_jobs` before its runs start, so that parallel workers never render the
+    same data set at the same time)."""
+    from unmix.experiment import build_mixing
+    from unmix.latents import build_latent_process
+
+    done: set[Path] = set()
+    for s in settings:
+        if s.data is None or s.data.kind != "rendered" or data_root(s) in done:
+            continue
+        process = build_latent_process(s.latent, seed=s.seeds.data)
+        ensure_rendered(s, process, build_mixing(s.mixing, s.latent.dim, s.seeds.data), progress)
+        done.add(data_root(s))
+
+
 def open_splits(setting: Setting):
     """``(train, test)`` :class:`unmix.data.store.ImageDataset` objects of the setting's data."""
     data = setting.data

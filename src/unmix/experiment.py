@@ -327,17 +327,17 @@ class Experiment:
 
         was_training = self.encoder.training
         self.encoder.eval()
+        if self.setting.observes_images:
+            chunk = min(chunk, 512)
         if self.data is not None:
             if z.shape != self.data.test.latents.shape:
                 raise ConfigError(
                     "a finite data set is scored on its test split: pass exp.eval_data()"
                 )
-            chunk = min(chunk, 512)
             z_hat = torch.cat(
                 [self.encoder(x.to(self.device)) for x in self.data.test_images(chunk)]
             )
         else:
-            chunk = min(chunk, 512) if self.setting.observes_images else chunk
             z_hat = torch.cat([self.encoder(self.mixing(c)) for c in z.split(chunk)])
         self.encoder.train(was_training)
         z_np, zh_np = z.double().cpu().numpy(), z_hat.double().cpu().numpy()
@@ -352,6 +352,14 @@ class Experiment:
         if self.setting.observes_images:
             out.update(per_factor_scores(r2, m))
         return out
+
+
+FACTOR_PREFIXES = ("r2_factor", "mcc_factor")
+
+
+def factor_scores(summary: dict) -> dict[str, float]:
+    """The per-factor entries (:func:`per_factor_scores`) of a run's metrics or summary."""
+    return {k: v for k, v in summary.items() if k.startswith(FACTOR_PREFIXES)}
 
 
 def per_factor_scores(r2, m) -> dict[str, float]:
@@ -383,6 +391,8 @@ VAE_METRICS = (
     "c_ima_mean_jacobian",
     "c_ima_mixing",
 )
+GROUND_TRUTH_METRICS = ("log_px", "l_ima", "gap")
+"""Further VAE metrics when the decoder is the ground-truth mixing (see :func:`evaluate_vae`)."""
 
 
 @torch.no_grad()

@@ -4,7 +4,8 @@ A sweep is a list of :class:`Job` s, each a fully specified setting and its own 
 :func:`run_jobs` runs the unfinished ones with a local process pool (``workers`` processes, torch
 limited to ``threads`` threads each so the pool does not oversubscribe the CPU) or, with
 ``backend="ray"``, as Ray tasks on whatever cluster ``ray.init()`` connects to (optional extra:
-``pip install unmix[ray]``). A job that fails is reported, and the others go on.
+``pip install unmix[ray]``). A job that fails is reported, and the others go on. Rendered image
+data sets the unfinished jobs need are rendered first, once each, in the calling process.
 """
 
 from __future__ import annotations
@@ -74,6 +75,10 @@ def run_jobs(
                 on_done(outcomes[i])
         else:
             todo.append((i, job))
+    if todo:
+        from unmix.datasets import prepare_rendered
+
+        prepare_rendered([job.setting for _, job in todo])
     if threads is None:
         import os
 

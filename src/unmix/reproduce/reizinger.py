@@ -40,8 +40,9 @@ import torch
 from unmix import presets, runs
 from unmix.budgets import apply_budget
 from unmix.errors import ConfigError
+from unmix.experiment import GROUND_TRUTH_METRICS, VAE_METRICS, factor_scores
 from unmix.presets_reizinger import GAMMA2S, PAPER_004, PAPER_FIG3_MEDIAN
-from unmix.reproduce.zimmermann import ReproduceReport
+from unmix.reproduce.common import ReproduceReport, collect_rows, report_dir, write_report
 from unmix.settings import Setting
 from unmix.sweep import Job, JobOutcome, run_jobs
 
@@ -67,24 +68,9 @@ REFINE_POINTS = 256
 REFINE = {"smoke": (16, 10), "quick": (REFINE_POINTS, 500), "paper": (1024, 500)}
 """Fig. 4: (points, L-BFGS iterations) of :func:`refined_elbo` per budget."""
 
-RUN_METRICS = (
-    "mcc",
-    "mcc_sample",
-    "r2",
-    "elbo",
-    "reconstruction",
-    "kl",
-    "posterior_var",
-    "eq12_rhs",
-    "eq12_log_ratio",
-    "recon_error",
-    "c_ima",
-    "c_ima_mean_jacobian",
-    "c_ima_mixing",
-    "log_px",
-    "l_ima",
-    "gap",
-)
+RUN_METRICS = tuple(k for k in VAE_METRICS if k not in ("r2_in_sample", "gamma2"))
+RUN_METRICS += GROUND_TRUTH_METRICS
+"""The evaluation metrics each row of the report's csv keeps (γ² is kept as ``gamma2_final``)."""
 
 
 def preset_setting(preset: presets.Preset, budget: str, seed: int) -> Setting:
@@ -136,18 +122,15 @@ def reproduce(
     outcomes = run_jobs(
         [job for *_, job in items], workers=workers, threads=1, backend=backend, on_done=on_done
     )
-    rows, failures = [], []
-    for (preset, seed, job), oc in zip(items, outcomes, strict=True):
-        if oc.summary is None:
-            failures.append(f"{preset.name}/seed{seed}: {oc.error}")
-            continue
-        sm = oc.summary
+
+    def row(i: int, sm: dict) -> dict:
+        preset, seed, job = items[i]
         row = {
             "preset": preset.name,
             "gamma2": job.setting.model.vae.gamma2,
             "seed": seed,
             **{k: sm.get(k, float("nan")) for k in RUN_METRICS},
-            **{k: v for k, v in sm.items() if k.startswith(("mcc_factor", "r2_factor"))},
+            **factor_scores(sm),
             "gamma2_final": sm.get("gamma2", float("nan")),  # differs if learned
             "steps": sm["steps"],
             "train_time_s": sm["train_time_s"],
@@ -165,10 +148,10 @@ def reproduce(
                 c_ima_refined=ref["c_ima"],
                 gap_refined=ref["gap"],
             )
-        rows.append(row)
-    report_dir = out / budget
-    report_dir.mkdir(parents=True, exist_ok=True)
-    runs.write_csv(report_dir / f"{target}.csv", rows)
+        return row
+
+    rows, failures = collect_rows([f"{p.name}/seed{seed}" for p, seed, _ in items], outcomes, row)
+    folder = report_dir(out, budget)
     header = (
         f"# {target}, budget `{budget}`, {seeds} seed(s)\n\n"
         f"Paper: {PAPER_004}. Command: `unmix reproduce {target} --budget {budget} "
@@ -181,9 +164,9 @@ def reproduce(
         "reizinger-fig3": fig3_report,
         "reizinger-fig5": fig5_report,
     }.get(target, fig4_report)
-    md = header + (report(rows, report_dir) if rows else "No finished runs.\n")
-    runs.atomic_write_text(report_dir / f"{target}.md", md)
-    return ReproduceReport(target, report_dir, rows, md, time.perf_counter() - t0, failures)
+    md = header + (report(rows, folder) if rows else "No finished runs.\n")
+    write_report(folder, target, rows, md)
+    return ReproduceReport(target, folder, rows, md, time.perf_counter() - t0, failures)
 
 
 # ----------------------------------------------------------------------------------- helpers

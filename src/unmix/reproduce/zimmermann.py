@@ -14,29 +14,20 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
-from unmix import presets, runs
+from unmix import presets
 from unmix.budgets import apply_budget
 from unmix.errors import ConfigError
+from unmix.experiment import factor_scores
+from unmix.reproduce.common import ReproduceReport, collect_rows, report_dir, write_report
 from unmix.settings import Setting, assumptions_match
 from unmix.sweep import Job, JobOutcome, run_jobs
 
 TARGETS = ("zimmermann-table1", "zimmermann-table2", "zimmermann-table4", "zimmermann-fig2")
 COLUMNS = ("identity", "supervised", "unsupervised")
-
-
-@dataclass
-class ReproduceReport:
-    target: str
-    out: Path
-    rows: list[dict]
-    markdown: str
-    wall_time_s: float
-    failures: list[str]
 
 
 def column_setting(preset: presets.Preset, column: str, budget: str, seed: int) -> Setting:
@@ -91,57 +82,36 @@ def reproduce(
     out = Path(out)
     t0 = time.perf_counter()
     items = plan(target, budget, seeds, out, baselines, device)
-    prepare_data([job.setting for *_, job in items])
     outcomes = run_jobs(
         [job for *_, job in items], workers=workers, backend=backend, on_done=on_done
     )
-    rows, failures = [], []
-    for (preset, column, seed, job), oc in zip(items, outcomes, strict=True):
-        if oc.summary is None:
-            failures.append(f"{preset.name}/{column}/seed{seed}: {oc.error}")
-            continue
-        sm = oc.summary
-        rows.append(
-            {
-                "preset": preset.name,
-                "column": column,
-                "seed": seed,
-                "r2": sm["r2"],
-                "r2_in_sample": sm["r2_in_sample"],
-                "mcc": sm["mcc"],
-                **{k: v for k, v in sm.items() if k.startswith(("r2_factor", "mcc_factor"))},
-                "steps": sm["steps"],
-                "wall_time_s": sm["wall_time_s"],
-                "run_dir": str(job.run_dir),
-            }
-        )
-    report_dir = out / budget
-    report_dir.mkdir(parents=True, exist_ok=True)
-    runs.write_csv(report_dir / f"{target}.csv", rows)
+
+    def row(i: int, sm: dict) -> dict:
+        preset, column, seed, job = items[i]
+        return {
+            "preset": preset.name,
+            "column": column,
+            "seed": seed,
+            "r2": sm["r2"],
+            "r2_in_sample": sm["r2_in_sample"],
+            "mcc": sm["mcc"],
+            **factor_scores(sm),
+            "steps": sm["steps"],
+            "wall_time_s": sm["wall_time_s"],
+            "run_dir": str(job.run_dir),
+        }
+
+    labels = [f"{p.name}/{column}/seed{seed}" for p, column, seed, _ in items]
+    rows, failures = collect_rows(labels, outcomes, row)
+    folder = report_dir(out, budget)
     if target == "zimmermann-fig2":
-        md = fig2_report(rows, report_dir)
+        md = fig2_report(rows, folder)
     elif target == "zimmermann-table4":
         md = table4_markdown(rows, budget, seeds)
     else:
         md = table_markdown(target, rows, budget, seeds)
-    runs.atomic_write_text(report_dir / f"{target}.md", md)
-    return ReproduceReport(target, report_dir, rows, md, time.perf_counter() - t0, failures)
-
-
-def prepare_data(settings: list[Setting]) -> None:
-    """Render every ``data.kind: rendered`` data set the runs need, once, before the runs start
-    (so that parallel workers never render the same data set at the same time)."""
-    from unmix.datasets import data_root, ensure_rendered
-    from unmix.experiment import build_mixing
-    from unmix.latents import build_latent_process
-
-    done: set[str] = set()
-    for s in settings:
-        if s.data is None or s.data.kind != "rendered" or str(data_root(s)) in done:
-            continue
-        process = build_latent_process(s.latent, seed=s.seeds.data)
-        ensure_rendered(s, process, build_mixing(s.mixing, s.latent.dim, s.seeds.data), True)
-        done.add(str(data_root(s)))
+    write_report(folder, target, rows, md)
+    return ReproduceReport(target, folder, rows, md, time.perf_counter() - t0, failures)
 
 
 def table4_markdown(rows: list[dict], budget: str, seeds: int) -> str:
