@@ -10,52 +10,29 @@ nearest-neighbour index live in :mod:`unmix.data`.
 
 from __future__ import annotations
 
-import hashlib
-import json
-import os
 from dataclasses import dataclass
 from pathlib import Path
 
 import torch
 
+from unmix.data.sets import CACHE_ENV, UnitLatents, data_key, data_root, default_root
 from unmix.errors import ConfigError
 from unmix.latents import LatentProcess
+from unmix.registry import DATASETS
+from unmix.seeds import torch_generator
 from unmix.settings import Setting
 
-TRAIN_STREAM = 5_000_011  # data-seed offset of the training split's latents
-TEST_STREAM = 5_000_077  # data-seed offset of the test split's latents
-CACHE_ENV = "UNMIX_DATA_DIR"
-
-
-def data_key(setting: Setting) -> str:
-    """A short name for a rendered data set: renderer, size, split sizes, data seed and a hash of
-    everything that changes its pixels or latents (latent spec, mixing spec, seed, sizes)."""
-    data = setting.data
-    assert data is not None
-    ident = {
-        "latent": setting.latent.model_dump(mode="json", exclude={"conditional"}),
-        "mixing": setting.mixing.model_dump(mode="json"),
-        "seed": setting.seeds.data,
-        "n": [data.n_train, data.n_test],
-    }
-    digest = hashlib.sha256(json.dumps(ident, sort_keys=True).encode()).hexdigest()[:10]
-    m = setting.mixing
-    return (
-        f"{m.kind}-{m.image_size}px-n{data.n_train}+{data.n_test}-data{setting.seeds.data}-{digest}"
-    )
-
-
-def default_root(setting: Setting) -> Path:
-    """Where ``data.kind: rendered`` keeps its images when ``data.root`` is not given:
-    ``$UNMIX_DATA_DIR/<data_key>`` (default ``~/.cache/unmix/datasets/<data_key>``)."""
-    base = os.environ.get(CACHE_ENV) or Path.home() / ".cache" / "unmix" / "datasets"
-    return Path(base).expanduser() / data_key(setting)
-
-
-def data_root(setting: Setting) -> Path:
-    data = setting.data
-    assert data is not None
-    return Path(data.root).expanduser() if data.root else default_root(setting)
+__all__ = [
+    "CACHE_ENV",
+    "FiniteData",
+    "UnitLatents",
+    "data_key",
+    "data_root",
+    "default_root",
+    "ensure_rendered",
+    "open_splits",
+    "prepare_rendered",
+]
 
 
 def ensure_rendered(
@@ -76,11 +53,8 @@ def ensure_rendered(
         "data_seed": setting.seeds.data,
     }
     names = list(getattr(renderer.renderer, "factor_names", []) or []) or None
-    for split, n, stream in (
-        ("train", data.n_train, TRAIN_STREAM),
-        ("test", data.n_test, TEST_STREAM),
-    ):
-        gen = torch.Generator().manual_seed(setting.seeds.data + stream)
+    for split, n in (("train", data.n_train), ("test", data.n_test)):
+        gen = torch_generator(setting.seeds.data, f"data/render/{split}")
         z = process.sample(n, gen).to(torch.float32).cpu()
         write_image_store(
             root / split,
@@ -97,57 +71,28 @@ def prepare_rendered(settings: list[Setting], progress: bool = True) -> None:
     """Render every ``data.kind: rendered`` data set these settings need, each once (called by
     :func:`unmix.sweep.run_jobs` before its runs start, so that parallel workers never render the
     same data set at the same time)."""
-    from unmix.experiment import build_mixing
-    from unmix.latents import build_latent_process
+    from unmix.experiment import build_mixing_of
 
     done: set[Path] = set()
     for s in settings:
         if s.data is None or s.data.kind != "rendered" or data_root(s) in done:
             continue
-        process = build_latent_process(s.latent, seed=s.seeds.data)
-        ensure_rendered(s, process, build_mixing(s.mixing, s.latent.dim, s.seeds.data), progress)
+        from unmix.latents import build_latent_process
+
+        process = build_latent_process(s.latent, seed=_marginal_seed(s))
+        ensure_rendered(s, process, build_mixing_of(s), progress)
         done.add(data_root(s))
 
 
+def _marginal_seed(setting: Setting) -> int:
+    from unmix.seeds import data_stream
+
+    return data_stream(setting.seeds, "marginal_params")
+
+
 def open_splits(setting: Setting):
-    """``(train, test)`` :class:`unmix.data.store.ImageDataset` objects of the setting's data."""
-    data = setting.data
-    assert data is not None
-    root = data_root(setting)
-    if data.kind == "3dident":
-        from unmix.data.threedident import ThreeDIdent
-
-        return (
-            UnitLatents(ThreeDIdent(root, split="train")),
-            UnitLatents(ThreeDIdent(root, split="test")),
-        )
-    from unmix.data.store import ImageStore
-
-    if not (root / "train").exists():
-        hint = (
-            "render it first (unmix render, or any run of this setting renders it)"
-            if data.kind == "rendered"
-            else "check data.root"
-        )
-        raise ConfigError(f"no image store at {root / 'train'}: {hint}.")
-    return ImageStore(root / "train"), ImageStore(root / "test")
-
-
-class UnitLatents:
-    """A 3DIdent split whose latents are mapped onto the unit box [0, 1]^10 (the box the paper
-    samples them in, Appx A.4), so that Table 4's presets apply to it unchanged."""
-
-    def __init__(self, dataset) -> None:
-        self.dataset = dataset
-        self.latents = dataset.unit_latents().to(torch.float32)
-        self.factor_names = dataset.factor_names
-        self.image_shape = dataset.image_shape
-
-    def __len__(self) -> int:
-        return len(self.dataset)
-
-    def images(self, idx) -> torch.Tensor:
-        return self.dataset.images(idx)
+    """``(train, test)`` split objects of the setting's data (its registered kind's factory)."""
+    return DATASETS.build(setting.data, setting=setting)
 
 
 @dataclass

@@ -13,12 +13,15 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import torch
 
 from unmix.distributions.base import Distribution
-from unmix.settings import DistributionSpec, LatentSpec
 from unmix.spaces import Box, Euclidean, Space, Sphere
+
+if TYPE_CHECKING:
+    from unmix.settings import DistributionSpec, LatentSpec
 
 ConditionalFactory = Callable[[torch.Tensor], Distribution]
 

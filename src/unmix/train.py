@@ -18,7 +18,7 @@ from typing import Any
 
 import torch
 
-from unmix import runs
+from unmix import runs, seeds
 from unmix.errors import CheckpointError, ConfigError, TrainingError
 from unmix.experiment import Experiment
 from unmix.settings import Setting, TrainSpec
@@ -69,14 +69,28 @@ def train(
     resume: bool = False,
     progress: bool = False,
     on_eval: Callable[[dict[str, Any]], None] | None = None,
+    provenance: dict[str, str] | None = None,
 ) -> RunResult:
     """Train the setting's model with its objective; return the summary and history.
 
     ``out_dir`` = None keeps everything in memory (no files). ``progress`` shows a rich progress
     bar with the loss and the latest R²/MCC. Raises :class:`TrainingError` if the loss becomes
     non-finite (the metrics so far and the last checkpoint are kept on disk).
+
+    ``provenance`` (from :func:`unmix.resolve.resolve`) maps each field that differs from its
+    default to the layer that set it; it is written into ``manifest.json``. The run uses
+    ``setting.train.threads`` torch threads (restored afterwards).
     """
     device = _resolve_device(device)
+    threads_before = torch.get_num_threads()
+    torch.set_num_threads(setting.train.threads)
+    try:
+        return _train(setting, out_dir, device, resume, progress, on_eval, provenance)
+    finally:
+        torch.set_num_threads(threads_before)
+
+
+def _train(setting, out_dir, device, resume, progress, on_eval, provenance) -> RunResult:
     if device.startswith("cuda"):
         torch.backends.cuda.matmul.allow_tf32 = True
         torch.backends.cudnn.allow_tf32 = True
@@ -86,12 +100,19 @@ def train(
     trainable = [p for p in exp.encoder.parameters() if p.requires_grad]
     opt = torch.optim.Adam(trainable, lr=spec.lr) if trainable else None
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lr_factor(spec)) if opt else None
-    gen = exp.generator(setting.seeds.train)
+    gen = exp.stream_generator("train/batches")
     z_eval = exp.eval_data()
     history: list[dict[str, Any]] = []
     start_step, elapsed_before = 0, 0.0
     manifest = runs.environment_info(device)
-    manifest.update(seeds=setting.seeds.model_dump(), setting=setting.name, started=runs.now())
+    manifest.update(
+        setting=setting.name,
+        seeds=setting.seeds.model_dump(),
+        streams=seeds.manifest_streams(setting.seeds),
+        metrics=list(setting.metric_names),
+        provenance=dict(provenance) if provenance is not None else {},
+        started=runs.now(),
+    )
 
     if run_dir is not None:
         ckpt_path = run_dir / runs.CHECKPOINT
@@ -112,7 +133,7 @@ def train(
             "step": step,
             "loss": loss,
             "lr": opt.param_groups[0]["lr"] if opt else 0.0,
-            **exp.evaluate(z_eval),
+            **exp.evaluate(z_eval),  # every metric the setting names
         }
         row["eval_s"] = time.perf_counter() - t0
         row["elapsed_s"] = elapsed_before + (time.perf_counter() - t_start)
@@ -160,7 +181,9 @@ def train(
             if spec.grad_clip:
                 torch.nn.utils.clip_grad_norm_(trainable, spec.grad_clip)
             opt.step()
-            sched.step()
+            sched.step()  # the learning-rate schedule
+            for advance in exp.schedules:  # the model's own schedules (a VAE's γ² warm-up)
+                advance()
             train_time += time.perf_counter() - t0
             last_loss = loss.item()
             done = step + 1
@@ -183,10 +206,8 @@ def train(
         "setting": setting.name,
         "status": "finished",
         "steps": spec.steps,
-        "r2": final["r2"],
-        "r2_in_sample": final["r2_in_sample"],
-        "mcc": final["mcc"],
-        "loss": final["loss"],
+        **{k: v for k, v in final.items() if k not in ("step", "lr", "eval_s", "elapsed_s")},
+        "metrics": list(setting.metric_names),
         "seeds": setting.seeds.model_dump(),
         "train_time_s": train_time,
         "wall_time_s": elapsed_before + time.perf_counter() - t_start,
@@ -195,11 +216,9 @@ def train(
         "device": device,
         "git_commit": manifest["git_commit"],
         "packages": manifest["packages"],
+        "threads": torch.get_num_threads(),
         "finished": runs.now(),
     }
-    for key, value in final.items():  # every further metric evaluate() reports (e.g. a VAE's)
-        if key not in summary and key not in ("step", "lr", "eval_s", "elapsed_s"):
-            summary[key] = value
     if run_dir is not None:
         checkpoint(spec.steps)
         runs.write_json(run_dir / runs.SUMMARY, summary)

@@ -13,6 +13,7 @@
 
 from unmix.data.kitti import KITTI_FACTOR_NAMES, KittiMasks
 from unmix.data.pairs import NearestLatent
+from unmix.data.sets import UnitLatents, data_key, data_root, default_root
 from unmix.data.store import ImageDataset, ImageStore, write_image_store
 from unmix.data.threedident import THREEDIDENT_FACTOR_NAMES, THREEDIDENT_RANGES, ThreeDIdent
 
@@ -26,4 +27,8 @@ __all__ = [
     "NearestLatent",
     "ThreeDIdent",
     "write_image_store",
+    "UnitLatents",
+    "data_key",
+    "data_root",
+    "default_root",
 ]

@@ -1,17 +1,31 @@
-"""Training objectives: ``loss = objective(...)`` returns a scalar tensor to minimise.
+"""Training objectives: ``loss = objective(model, batch)`` (see :mod:`unmix.objectives.base`).
 
-* :class:`InfoNCE` — contrastive loss with dot-product similarity (Zimmermann et al., Eq. 1).
-* :class:`LpInfoNCE` — contrastive loss with similarity ``-‖a − b‖_p^q / τ`` (Eq. 6).
-* :class:`AlignUniform` — Wang & Isola's alignment + uniformity loss on the sphere.
-* :class:`Supervised` — mean squared error to the true latents (the supervised topline).
+Registered kinds (``objective: {kind: ...}``), each next to its loss:
 
-The contrastive objectives and :class:`AlignUniform` are called as ``loss(h, h_pos)`` (and
-``loss(h, h_pos, h_neg)`` for separately drawn negatives); :class:`Supervised` as
-``loss(z_hat, z)``.
+* ``infonce`` — :class:`InfoNCE`, contrastive loss with dot-product similarity (Zimmermann et al., Eq. 1).
+* ``lp_infonce`` — :class:`LpInfoNCE`, similarity ``-‖a − b‖_p^q / τ`` (Eq. 6).
+* ``align_uniform`` — :class:`AlignUniform`, Wang & Isola's alignment + uniformity on the sphere.
+* ``supervised`` — :class:`Supervised`, mean squared error to the true latents (the topline).
+* ``elbo`` — :class:`~unmix.objectives.elbo.ELBO`, the negative ELBO of a VAE (paper 004).
+
+The loss modules are called on features, ``loss(h, h_pos)`` (``loss(h, h_pos, h_neg)`` for
+separately drawn negatives; :class:`Supervised` as ``loss(z_hat, z)``); the registered objectives
+wrap them into the ``objective(model, batch)`` contract.
 """
 
 from unmix.objectives.align_uniform import AlignUniform
+from unmix.objectives.base import Batch, Contrastive, Objective
+from unmix.objectives.elbo import ELBO
 from unmix.objectives.infonce import InfoNCE, LpInfoNCE
 from unmix.objectives.supervised import Supervised
 
-__all__ = ["InfoNCE", "LpInfoNCE", "AlignUniform", "Supervised"]
+__all__ = [
+    "InfoNCE",
+    "LpInfoNCE",
+    "AlignUniform",
+    "Supervised",
+    "ELBO",
+    "Batch",
+    "Objective",
+    "Contrastive",
+]

@@ -18,12 +18,15 @@ from __future__ import annotations
 
 import math
 import numbers
+from typing import Annotated
 
 import torch
+from pydantic import Field
 from torch import nn
 
 from unmix.errors import ConfigError
 from unmix.metrics.align_uniform import align_loss, require_normalized, uniform_loss
+from unmix.registry import register_objective
 
 __all__ = ["AlignUniform"]
 
@@ -98,3 +101,19 @@ class AlignUniform(nn.Module):
             f"align_weight={self.align_weight}, uniform_weight={self.uniform_weight}, "
             f"alpha={self.alpha}, t={self.t}"
         )
+
+
+@register_objective("align_uniform")
+def align_uniform(
+    *,
+    align_weight: Annotated[float, Field(ge=0, le=1e6)] = 1.0,
+    uniform_weight: Annotated[float, Field(ge=0, le=1e6)] = 1.0,
+    alpha: Annotated[float, Field(gt=0, le=100)] = 2.0,
+    t: Annotated[float, Field(gt=0, le=1e4)] = 2.0,
+):
+    """Wang & Isola's ``align_weight·L_align(α) + uniform_weight·L_uniform(t)`` on the sphere."""
+    from unmix.objectives.base import Contrastive
+
+    return Contrastive(
+        AlignUniform(align_weight=align_weight, uniform_weight=uniform_weight, alpha=alpha, t=t)
+    )

@@ -35,11 +35,14 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Annotated
 
 import torch
+from pydantic import Field
 from torch import nn
 
 from unmix.errors import ConfigError
+from unmix.registry import register_objective
 
 __all__ = [
     "ELBO",
@@ -143,3 +146,16 @@ class ELBO(nn.Module):
 
     def extra_repr(self) -> str:
         return f"kl_weight={self.kl_weight:g}, mc_samples={self.mc_samples}"
+
+
+@register_objective("elbo")
+def elbo(
+    *,
+    kl_weight: Annotated[float, Field(ge=0, le=1e6)] = 1.0,
+    mc_samples: Annotated[int, Field(ge=1, le=1024)] = 1,
+):
+    """The negative ELBO of a ``model.kind: vae`` (paper 004, eq. (1)); ``kl_weight`` is β of a
+    β-VAE (1 = the ELBO), ``mc_samples`` reparameterised samples per observation."""
+    from unmix.objectives.base import ELBOObjective
+
+    return ELBOObjective(ELBO(kl_weight=kl_weight, mc_samples=mc_samples))

@@ -54,12 +54,14 @@ from __future__ import annotations
 
 import math
 import numbers
-from typing import Literal
+from typing import Annotated, Literal
 
 import torch
+from pydantic import Field, model_validator
 from torch import nn
 
 from unmix.errors import ConfigError
+from unmix.registry import SpecBase, register_objective
 
 __all__ = ["InfoNCE", "LpInfoNCE"]
 
@@ -471,3 +473,79 @@ class _PairwisePowerSum(torch.autograd.Function):
             if grad_b is not None:
                 grad_b -= weighted.sum(dim=0)
         return grad_a, grad_b, None, None
+
+
+# ----------------------------------------------------------------------------- registered kinds
+PositiveFloat = Annotated[float, Field(gt=0, le=1e6, allow_inf_nan=False)]
+
+
+class _ContrastiveSpec(SpecBase):
+    """Fields of both contrastive kinds: temperature τ, where the negatives come from
+    (``in_batch`` or ``external`` with ``n_negatives`` drawn from p(z) per anchor), and the
+    symmetric loss."""
+
+    tau: PositiveFloat = 1.0
+    negatives: NegativesMode = "in_batch"
+    n_negatives: Annotated[int, Field(ge=0, le=1_000_000)] = 0
+    symmetric: bool = False
+
+    @model_validator(mode="after")
+    def _check_negatives(self):
+        if self.negatives == "external" and self.n_negatives < 1:
+            raise ValueError("negatives: external needs n_negatives >= 1")
+        if self.negatives == "in_batch" and self.n_negatives:
+            raise ValueError("n_negatives applies to negatives: external; remove it")
+        return self
+
+
+class InfoNCESpec(_ContrastiveSpec):
+    """``infonce``: dot-product InfoNCE / τ on the sphere (q_h = vMF(κ = 1/τ))."""
+
+    kind: Literal["infonce"] = "infonce"
+
+    def label(self) -> str:
+        return f"vMF(κ={1 / self.tau:g})"
+
+
+class LpInfoNCESpec(_ContrastiveSpec):
+    """``lp_infonce``: δ = ‖a − b‖_p^q (q defaults to p): p = 1 Laplace, p = 2 Normal, p = β
+    GenNorm."""
+
+    kind: Literal["lp_infonce"] = "lp_infonce"
+    p: PositiveFloat
+    q: PositiveFloat | None = None
+
+    def label(self) -> str:
+        return {1.0: "Laplace", 2.0: "Normal"}.get(float(self.p), f"GenNorm(β={self.p:g})")
+
+
+@register_objective("infonce", spec=InfoNCESpec)
+def infonce(
+    *,
+    tau: float = 1.0,
+    negatives: NegativesMode = "in_batch",
+    n_negatives: int = 0,
+    symmetric: bool = False,
+):
+    """Zimmermann et al., eq. (1), as an objective on ``(model, batch)``."""
+    from unmix.objectives.base import Contrastive
+
+    loss = InfoNCE(tau=tau, negatives=negatives, symmetric=symmetric)
+    return Contrastive(loss, n_negatives if negatives == "external" else 0)
+
+
+@register_objective("lp_infonce", spec=LpInfoNCESpec)
+def lp_infonce(
+    *,
+    p: float,
+    q: float | None = None,
+    tau: float = 1.0,
+    negatives: NegativesMode = "in_batch",
+    n_negatives: int = 0,
+    symmetric: bool = False,
+):
+    """Zimmermann et al., eq. (6), as an objective on ``(model, batch)``."""
+    from unmix.objectives.base import Contrastive
+
+    loss = LpInfoNCE(p=p, q=q, tau=tau, negatives=negatives, symmetric=symmetric)
+    return Contrastive(loss, n_negatives if negatives == "external" else 0)

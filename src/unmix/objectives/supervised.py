@@ -15,6 +15,7 @@ import torch
 from torch import nn
 
 from unmix.errors import ConfigError
+from unmix.registry import register_objective
 
 __all__ = ["Supervised"]
 
@@ -38,3 +39,11 @@ class Supervised(nn.Module):
         if z_hat.numel() == 0:
             raise ConfigError("Supervised: empty batch; pass at least one sample.")
         return (z_hat - z.to(z_hat.dtype)).pow(2).mean()
+
+
+@register_objective("supervised")
+def supervised():
+    """Mean squared error of f(x) to the true latents z (the supervised baseline)."""
+    from unmix.objectives.base import SupervisedObjective
+
+    return SupervisedObjective(Supervised())

@@ -9,10 +9,12 @@ Both map factors in :math:`[0, 1]^d` to float32 images ``(..., 3, H, W)`` in :ma
 see ``docs/render.md``.
 """
 
+from unmix.render.module import RenderMixing
 from unmix.render.scenes3d import SCENE_FACTOR_NAMES, SceneRenderer
 from unmix.render.sprites import SPRITES_FACTOR_NAMES, SpritesLatents, SpritesRenderer, hsv_to_rgb
 
 __all__ = [
+    "RenderMixing",
     "SCENE_FACTOR_NAMES",
     "SPRITES_FACTOR_NAMES",
     "SceneRenderer",

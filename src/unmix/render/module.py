@@ -9,10 +9,13 @@ renderers are CPU code); images are moved to the latents' device and dtype. ``fl
 
 from __future__ import annotations
 
+from typing import Annotated, Literal
+
 import torch
+from pydantic import Field
 from torch import nn
 
-from unmix.settings import MixingSpec
+from unmix.registry import SpecBase, register_mixing
 
 RANGE_SLACK = 1e-6
 """Latents within this distance outside [0, 1] (float rounding at the box's edge) are clamped;
@@ -42,13 +45,41 @@ class RenderMixing(nn.Module):
         return f"{type(self.renderer).__name__}(size={self.renderer.size}), flatten={self.flatten}"
 
 
-def build_renderer(spec: MixingSpec, flatten: bool = False) -> RenderMixing:
-    """The renderer of a ``mixing.kind: sprites | scenes3d`` setting."""
-    from unmix.render.scenes3d import SceneRenderer
+class SpritesSpec(SpecBase):
+    """Paper 004's Sprites (x, y, scale, hue; one ``sprite_shape`` on black), ``image_size`` px."""
+
+    kind: Literal["sprites"] = "sprites"
+    image_size: Annotated[int, Field(ge=8, le=512)] = 64
+    sprite_shape: Literal["triangle", "square", "ellipse", "circle"] = "triangle"
+
+
+class Scenes3DSpec(SpecBase):
+    """A 3DIdent-like scene (10 factors), ``image_size`` px."""
+
+    kind: Literal["scenes3d"] = "scenes3d"
+    image_size: Annotated[int, Field(ge=8, le=512)] = 64
+
+
+@register_mixing("sprites", spec=SpritesSpec, renderer_dim=4)
+def sprites(*, image_size: int = 64, sprite_shape: str = "triangle") -> RenderMixing:
+    """The Sprites renderer as a mixing (latents in the unit box [0, 1]^4)."""
     from unmix.render.sprites import SpritesRenderer
 
-    if spec.kind == "sprites":
-        renderer = SpritesRenderer(size=spec.image_size, shape=spec.sprite_shape)
-    else:
-        renderer = SceneRenderer(size=spec.image_size)
-    return RenderMixing(renderer, flatten=flatten)
+    return RenderMixing(SpritesRenderer(size=image_size, shape=sprite_shape))
+
+
+@register_mixing("scenes3d", spec=Scenes3DSpec, renderer_dim=10)
+def scenes3d(*, image_size: int = 64) -> RenderMixing:
+    """The 3D-scene renderer as a mixing (latents in the unit box [0, 1]^10)."""
+    from unmix.render.scenes3d import SceneRenderer
+
+    return RenderMixing(SceneRenderer(size=image_size))
+
+
+def build_renderer(spec: SpecBase, flatten: bool = False) -> RenderMixing:
+    """The renderer of a ``mixing.kind: sprites | scenes3d`` setting."""
+    from unmix.registry import MIXINGS
+
+    g = MIXINGS.build(spec)
+    g.flatten = flatten
+    return g

@@ -26,10 +26,8 @@ Use :func:`run_checks` (``run_checks("all", plots_dir=Path("figs"))``) or call a
 from __future__ import annotations
 
 import math
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -39,13 +37,25 @@ from unmix.errors import ConfigError
 __all__ = [
     "GROUPS",
     "CheckResult",
-    "check_names",
+    "CHECKS",
+    "register_checks",
     "fit_loglog_slope",
-    "run_checks",
     "rng_for",
 ]
 
-GROUPS: tuple[str, ...] = ("wang-isola", "zimmermann", "ima")
+CHECKS: dict[str, list[Callable[..., CheckResult]]] = {}
+"""Checks by group, in run order; papers add theirs with :func:`register_checks`."""
+GROUPS = CHECKS.keys()
+"""The registered groups (a live view: ``wang-isola``, ``zimmermann``, ``ima`` …)."""
+
+
+def register_checks(
+    group: str, checks: Sequence[Callable[..., CheckResult]], replace: bool = False
+) -> None:
+    """Add ``checks`` (functions ``f(seed=...) -> CheckResult``) as group ``group``."""
+    if group in CHECKS and not replace:
+        raise ConfigError(f"verify group '{group}' is registered already: pass replace=True")
+    CHECKS[group] = list(checks)
 
 #: z-value of a two-sided 95% interval (reported CIs) and of the 99.9% band used in pass criteria.
 Z95 = 1.959963984540054
@@ -172,63 +182,3 @@ def fit_loglog_slope(
         "dof": float(dof),
         "inflation": inflation,
     }
-
-
-def _registry() -> dict[str, list[Callable[..., CheckResult]]]:
-    """Checks by group, in run order (imported lazily: the check modules import this one)."""
-    from unmix.verify import ima, wang_isola, zimmermann
-
-    return {
-        "wang-isola": list(wang_isola.CHECKS),
-        "zimmermann": list(zimmermann.CHECKS),
-        "ima": list(ima.CHECKS),
-    }
-
-
-def _validate_group(group: str) -> list[str]:
-    if group == "all":
-        return list(GROUPS)
-    if group not in GROUPS:
-        raise ConfigError(
-            f"Unknown verify group {group!r}: choose one of {', '.join(GROUPS)} or 'all'."
-        )
-    return [group]
-
-
-def check_names(group: str = "all") -> list[str]:
-    """``"group/function"`` names of the checks :func:`run_checks` would run for ``group``."""
-    reg = _registry()
-    return [f"{g}/{fn.__name__}" for g in _validate_group(group) for fn in reg[g]]
-
-
-def run_checks(
-    group: str = "all", plots_dir: Path | None = None, seed: int = 0
-) -> list[CheckResult]:
-    """Run every check of ``group`` (one of :data:`GROUPS`, or ``"all"``) and return the results.
-
-    Args:
-        group: ``"wang-isola"``, ``"zimmermann"``, ``"ima"`` or ``"all"``.
-        plots_dir: if given, the figures (``wang_isola_rate.png``,
-        ``wang_isola_configurations.png``,
-            ``zimmermann_convergence.png``, ``ima_gap.png`` — those whose checks ran) are written
-            there (created if needed).
-        seed: base seed; each check draws from its own stream derived from it, so results are
-            reproducible and do not depend on which other checks run.
-
-    Raises:
-        ConfigError: for an unknown group (the message lists the valid ones).
-    """
-    groups = _validate_group(group)
-    reg = _registry()
-    results: list[CheckResult] = []
-    for g in groups:
-        for fn in reg[g]:
-            t0 = time.perf_counter()
-            res = fn(seed=seed)
-            res.seconds = time.perf_counter() - t0
-            results.append(res)
-    if plots_dir is not None:
-        from unmix.verify.plots import write_figures
-
-        write_figures(results, Path(plots_dir))
-    return results

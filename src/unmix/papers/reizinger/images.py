@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from unmix.presets_images import FIG5_PAPER_MCC
+from unmix.papers.reizinger.presets import FIG5_PAPER_MCC
 from unmix.render import SPRITES_FACTOR_NAMES
 
 TRAVERSAL_STEPS = 8
@@ -72,7 +72,7 @@ def _traversal(exp, mu: torch.Tensor, res, out: Path) -> None:
 
 def fig5_report(rows: list[dict], out: Path) -> str:
     """Fig. 5 from the finished ``reizinger-fig5`` runs; returns Markdown."""
-    from unmix.reproduce.reizinger import _plt, load_trained
+    from unmix.papers.reizinger.reports import _plt, load_trained
 
     plt = _plt()
     names = list(SPRITES_FACTOR_NAMES[:4])

@@ -1,146 +1,55 @@
-"""Zimmermann et al. 2021 (paper 000): Tables 1–2 and Fig. 2, run and reported beside the paper.
+"""Zimmermann et al. 2021 (paper 000): the reports of Tables 1, 2, 4 and Fig. 2.
 
-``reproduce("zimmermann-table1", budget="quick", seeds=1)`` trains every row's unsupervised model
-(and, where the paper reports them, the Identity and Supervised baselines), one run directory per
-(row, column, seed) under ``out``, skipping runs that already finished; then writes
+``unmix reproduce zimmermann-table1 --budget quick`` trains every row's unsupervised model (and,
+where the paper reports them, the Identity and Supervised baselines) — see
+:mod:`unmix.reproduce` — and these functions turn the finished runs' rows into
 
-* ``table.md`` — the table with our mean ± std over seeds beside the paper's mean ± std, and the M.
-  column computed by :func:`unmix.settings.assumptions_match`;
-* ``results.csv`` — one row per run (preset, column, seeds, r2, r2_in_sample, mcc, timings);
-* ``fig2.png`` (Fig. 2 only) — R² against the marginal's concentration, with the mass to move.
+* the table, with our mean ± std over seeds beside the paper's mean ± std, and the M. column
+  computed by :func:`unmix.papers.zimmermann.presets.assumptions_match`;
+* ``zimmermann-fig2.png`` (Fig. 2) — R² against the marginal's concentration, with the mass to move.
 """
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
 
-from unmix import presets
-from unmix.budgets import apply_budget
-from unmix.errors import ConfigError
-from unmix.experiment import factor_scores
-from unmix.reproduce.common import ReproduceReport, collect_rows, report_dir, write_report
-from unmix.settings import Setting, assumptions_match
-from unmix.sweep import Job, JobOutcome, run_jobs
+from unmix.papers.base import Preset, in_group
+from unmix.papers.zimmermann import presets
+from unmix.papers.zimmermann.presets import PAPER_000, assumptions_match
+from unmix.settings import label
 
-TARGETS = ("zimmermann-table1", "zimmermann-table2", "zimmermann-table4", "zimmermann-fig2")
 COLUMNS = ("identity", "supervised", "unsupervised")
-
-
-def column_setting(preset: presets.Preset, column: str, budget: str, seed: int) -> Setting:
-    """The setting for one column of a row: the unsupervised model, the Identity baseline (score
-    g(z) itself: no encoder, no training) or the Supervised baseline (MSE to z, same model space)."""
-    overrides = preset.overrides(budget)
-    s = apply_budget(preset.setting, budget, {**overrides, "seeds.data": seed, "seeds.train": seed})
-    data = s.to_dict()
-    if column == "identity":
-        data["model"] = {**data["model"], "kind": "identity"}
-        data["train"]["steps"] = 0
-    elif column == "supervised":
-        data["objective"] = {"kind": "supervised"}
-    data["name"] = f"{preset.name}-{column}"
-    return Setting.from_dict(data)
-
-
-def plan(
-    target: str, budget: str, seeds: int, out: Path, baselines: bool = True, device: str = "cpu"
-) -> list[tuple[presets.Preset, str, int, Job]]:
-    if target not in TARGETS:
-        raise ConfigError(f"Unknown target '{target}': choose one of {', '.join(TARGETS)}.")
-    if seeds < 1:
-        raise ConfigError(f"--seeds must be >= 1, got {seeds}.")
-    items = []
-    for preset in presets.in_group(target):
-        cols = ["unsupervised"]
-        if baselines:
-            cols = [c for c in COLUMNS if c in preset.paper and c != "unsupervised"] + cols
-        if preset.setting.observes_images:  # Identity scores x itself: not defined for images
-            cols = [c for c in cols if c != "identity"]
-        for column in cols:
-            for seed in range(seeds):
-                s = column_setting(preset, column, budget, seed)
-                run_dir = out / budget / preset.name / f"{column}-seed{seed}"
-                items.append((preset, column, seed, Job(s, run_dir, device)))
-    return items
-
-
-def reproduce(
-    target: str,
-    budget: str = "quick",
-    seeds: int = 1,
-    workers: int = 1,
-    out: str | Path = "results",
-    baselines: bool = True,
-    device: str = "cpu",
-    backend: str = "local",
-    on_done: Callable[[JobOutcome], None] | None = None,
-) -> ReproduceReport:
-    """Run (or reuse) every run of ``target`` and write the report files into ``out/budget``."""
-    out = Path(out)
-    t0 = time.perf_counter()
-    items = plan(target, budget, seeds, out, baselines, device)
-    outcomes = run_jobs(
-        [job for *_, job in items], workers=workers, backend=backend, on_done=on_done
-    )
-
-    def row(i: int, sm: dict) -> dict:
-        preset, column, seed, job = items[i]
-        return {
-            "preset": preset.name,
-            "column": column,
-            "seed": seed,
-            "r2": sm["r2"],
-            "r2_in_sample": sm["r2_in_sample"],
-            "mcc": sm["mcc"],
-            **factor_scores(sm),
-            "steps": sm["steps"],
-            "wall_time_s": sm["wall_time_s"],
-            "run_dir": str(job.run_dir),
-        }
-
-    labels = [f"{p.name}/{column}/seed{seed}" for p, column, seed, _ in items]
-    rows, failures = collect_rows(labels, outcomes, row)
-    folder = report_dir(out, budget)
-    if target == "zimmermann-fig2":
-        md = fig2_report(rows, folder)
-    elif target == "zimmermann-table4":
-        md = table4_markdown(rows, budget, seeds)
-    else:
-        md = table_markdown(target, rows, budget, seeds)
-    write_report(folder, target, rows, md)
-    return ReproduceReport(target, folder, rows, md, time.perf_counter() - t0, failures)
 
 
 def table4_markdown(rows: list[dict], budget: str, seeds: int) -> str:
     """Table 4 (3DIdent-like scenes): R² and MCC per row beside the paper's, and the supervised
     baseline; the observation model, data set size and encoder are those of ``budget``."""
-    from unmix.presets_images import TABLE4_IDENTITY_R2
+    from unmix.papers.zimmermann.images import TABLE4_IDENTITY_R2
 
     def ours(name: str, column: str, key: str) -> str:
         return _fmt([r[key] for r in rows if r["preset"] == name and r["column"] == column])
 
-    def paper(p: presets.Preset, key: str) -> str:
+    def paper(p: Preset, key: str) -> str:
         return f"{p.paper[key][0]:.2f} ± {p.paper[key][1]:.2f}" if key in p.paper else ""
 
     lines = [
         f"R² and MCC [%] on the test split, budget `{budget}`, {seeds} seed(s) (mean ± std over "
-        f"seeds where > 1). Paper values: {presets.PAPER_000}, Table 4 (Identity R² of row 1: "
+        f"seeds where > 1). Paper values: {PAPER_000}, Table 4 (Identity R² of row 1: "
         f"{TABLE4_IDENTITY_R2[0]:.2f} ± {TABLE4_IDENTITY_R2[1]:.2f}; not computed here).",
         "",
         r"| row | p(z̃\|z) | model | q_h | M. | R² | MCC | paper: R² | paper: MCC |",
         "|" + "---|" * 9,
     ]
     sup = []
-    for p in presets.in_group("zimmermann-table4"):
+    for p in in_group("zimmermann-table4"):
         s = p.setting
         cond = "Augm." if s.data.positives == "augment" else s.latent.conditional.label()
         match = "✓" if assumptions_match(s, "affine") else "✗"
         row = p.name.rsplit("row", 1)[-1]
         lines.append(
-            f"| {row} | {cond} | {s.model.space} | {s.objective.label()} | {match} | "
+            f"| {row} | {cond} | {s.model.space} | {label(s.objective)} | {match} | "
             f"{ours(p.name, 'unsupervised', 'r2')} | {ours(p.name, 'unsupervised', 'mcc')} | "
             f"{paper(p, 'unsupervised')} | {paper(p, 'unsupervised_mcc')} |"
         )
@@ -189,12 +98,12 @@ def table_markdown(target: str, rows: list[dict], budget: str, seeds: int) -> st
     )
     lines = [
         f"{'R²' if metric == 'r2' else 'MCC'} [%], budget `{budget}`, {seeds} seed(s) "
-        f"(mean ± std over seeds where > 1). Paper values: {presets.PAPER_000}.",
+        f"(mean ± std over seeds where > 1). Paper values: {PAPER_000}.",
         "",
         head,
         "|" + "---|" * 13,
     ]
-    for preset in presets.in_group(target):
+    for preset in in_group(target):
         s = preset.setting
         ours = {
             c: [r[metric] for r in rows if r["preset"] == preset.name and r["column"] == c]
@@ -208,7 +117,7 @@ def table_markdown(target: str, rows: list[dict], budget: str, seeds: int) -> st
         row = preset.name.rsplit("row", 1)[-1]
         lines.append(
             f"| {row} | {s.latent.space} | {s.latent.marginal.label()} | "
-            f"{s.latent.conditional.label()} | {s.model.space} | {s.objective.label()} | {match} | "
+            f"{s.latent.conditional.label()} | {s.model.space} | {label(s.objective)} | {match} | "
             f"{_fmt(ours['identity'])} | {_fmt(ours['supervised'])} | {_fmt(ours['unsupervised'])} | "
             f"{paper['identity']} | {paper['supervised']} | {paper['unsupervised']} |"
         )

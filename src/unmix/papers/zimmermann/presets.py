@@ -1,10 +1,11 @@
 """Presets: the papers' experiments as data — a setting plus the values the paper reports.
 
-Each :class:`Preset` holds a validated :class:`~unmix.settings.Setting` — the paper's experiment
-(latents, mixing, model, objective as published; the ``train`` section is a small default, the
-budgets of :mod:`unmix.budgets` replace it) — the overrides of its ``quick`` budget, the paper's
-reported numbers (mean, std) and where they come from (table, row, column). Reports are computed from runs and put *beside* these values;
-nothing here is a result.
+Each :class:`~unmix.papers.base.Preset` holds a validated :class:`~unmix.settings.Setting` — the
+paper's experiment (latents, mixing, model, objective as published; the ``train`` section is a
+small default, the budgets of :mod:`unmix.resolve` and the paper's budget rule
+(:mod:`unmix.papers.zimmermann.recipes`) replace it) — the paper's reported numbers (mean, std)
+and where they come from (table, row, column). Reports are computed from runs and put *beside*
+these values; nothing here is a result.
 
 Names say table and row: ``zimmermann-table1-row1`` … ``zimmermann-table1-row12``,
 ``zimmermann-table2-row1`` … ``row10``, and the Fig. 2 sweeps ``zimmermann-fig2-sphere-kappa{κ}`` and
@@ -13,36 +14,12 @@ Names say table and row: ``zimmermann-table1-row1`` … ``zimmermann-table1-row1
 
 from __future__ import annotations
 
-import difflib
-from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
+from unmix.papers.base import Preset
 from unmix.settings import Setting
 
 PAPER_000 = "Zimmermann et al. 2021, Contrastive Learning Inverts the Data Generating Process"
-
-
-@dataclass(frozen=True)
-class Preset:
-    """A named setting with the paper's values. ``paper`` maps a column name (``unsupervised``,
-    ``identity``, ``supervised``) to ``(mean, std)`` in percent; ``metric`` is the table's score."""
-
-    name: str
-    setting: Setting
-    source: str
-    metric: str = "r2"
-    paper: dict[str, tuple[float, float]] = field(default_factory=dict)
-    group: str = ""
-    quick: dict[str, Any] = field(default_factory=dict)
-    budget_overrides: dict[str, dict[str, Any]] = field(default_factory=dict)
-
-    def overrides(self, budget: str) -> dict[str, Any]:
-        """This preset's own fields for ``budget`` (applied after the budget's): :attr:`quick`
-        for ``quick``, then ``budget_overrides[budget]`` (e.g. a smaller data set for ``smoke``,
-        the image experiments' own ``paper`` optimiser)."""
-        out = dict(self.quick) if budget == "quick" else {}
-        out.update(self.budget_overrides.get(budget, {}))
-        return out
 
 
 def _setting(
@@ -175,21 +152,8 @@ FIG2_BOX_INVVARS = (1.0, 10.0, 100.0, 400.0, 1000.0, 10000.0)
 FIG2_BOX_CONDITIONAL_SCALE = 0.05
 
 
-def quick_overrides(setting: Setting) -> dict[str, Any]:
-    """Per-preset part of the ``quick`` budget, by the rule the search found
-    (docs/quick_budget_search.md): on the sphere, τ = 1/κ for a vMF conditional (10,000 steps when
-    κ ≤ 1, where the signal is weakest; 3,000 otherwise) and τ = 0.05 for projected noise of scale
-    0.05 (8,000 steps); box and R^N rows keep the paper's τ = 1 (4,000 and 5,000 steps)."""
-    lat = setting.latent
-    if lat.space == "sphere":
-        if lat.conditional.kind == "vmf":
-            kappa = lat.conditional.kappa
-            return {"objective.tau": 1.0 / kappa, "train.steps": 10_000 if kappa <= 1 else 3000}
-        return {"objective.tau": 0.05, "train.steps": 8000}
-    return {"train.steps": 4000 if lat.space == "box" else 5000}
-
-
-def _build() -> dict[str, Preset]:
+def build_presets() -> dict[str, Preset]:
+    """Tables 1–2 and Fig. 2 of paper 000 by name."""
     out: dict[str, Preset] = {}
     for i, (space, marg, cond, mspace, obj, paper) in enumerate(_TABLE1, start=1):
         name = f"zimmermann-table1-row{i}"
@@ -234,43 +198,40 @@ def _build() -> dict[str, Preset]:
             {},
             "zimmermann-fig2",
         )
-    for p in out.values():
-        p.quick.update(quick_overrides(p.setting))
     return out
 
 
-PRESETS: dict[str, Preset] = _build()
+def assumptions_match(setting: Setting, target: Literal["affine", "permutation"]) -> bool:
+    """The tables' "M." column, computed from the setting (paper 000, Tables 1–2).
 
-
-def get(name: str) -> Preset:
-    from unmix.errors import ConfigError
-
-    try:
-        return PRESETS[name]
-    except KeyError:
-        close = closest(name)
-        hint = f" Did you mean '{close}'?" if close else ""
-        raise ConfigError(
-            f"Unknown preset '{name}'.{hint} Run `unmix settings` to list them."
-        ) from None
-
-
-def closest(name: str) -> str | None:
-    match = difflib.get_close_matches(name, list(PRESETS), n=1, cutoff=0.6)
-    return match[0] if match else None
-
-
-def in_group(group: str) -> list[Preset]:
-    return [p for p in PRESETS.values() if p.group == group]
-
-
-def _register_extra() -> None:
-    """Presets of other papers live in their own modules and join the registry here."""
-    from unmix.presets_images import build_presets as image_presets
-    from unmix.presets_reizinger import build_presets
-
-    PRESETS.update(build_presets())
-    PRESETS.update(image_presets())
-
-
-_register_extra()
+    Rule. The theory's assumptions hold iff (1) the ground-truth marginal is uniform; (2) the model's
+    latent space equals the generative one (sphere ↔ sphere; box ↔ box or box_sigmoid; R^N ↔
+    unbounded); (3) the model's conditional q_h has the form of the ground-truth conditional: vMF ↔
+    dot-product InfoNCE on the sphere (Theorem 1), or δ = ‖·‖_p^p with the conditional's metric on a
+    convex body (Theorem 5: normal ↔ p = 2, laplace ↔ p = 1, gennorm(β) ↔ p = β). For identifiability
+    up to generalised permutations (Table 2, Theorem 6) additionally (4) the space is a box and
+    p ≠ 2. (Unbounded R^N is not a convex body, so it never matches: its marginal cannot be uniform.)
+    """
+    lat, mod, obj = setting.latent, setting.model, setting.objective
+    if lat.marginal.kind != "uniform" or lat.conditional is None or mod.kind != "mlp":
+        return False
+    space_ok = {
+        "sphere": mod.space == "sphere",
+        "box": mod.space in ("box", "box_sigmoid"),
+        "euclidean": mod.space == "unbounded",
+    }[lat.space]
+    if not space_ok:
+        return False
+    cond = lat.conditional
+    if lat.space == "sphere":
+        match = (
+            cond.kind == "vmf" and obj.kind == "infonce" and abs(cond.kappa - 1 / obj.tau) < 1e-9
+        )
+    else:
+        if obj.kind != "lp_infonce" or (obj.q is not None and obj.q != obj.p):
+            return False
+        want_p = {"normal": 2.0, "laplace": 1.0, "gennorm": cond.beta}.get(cond.kind)
+        match = want_p is not None and abs(float(obj.p) - float(want_p)) < 1e-9
+    if target == "permutation":
+        match = match and lat.space == "box" and float(getattr(obj, "p", None) or 2.0) != 2.0
+    return match

@@ -24,8 +24,8 @@ run), then writes ``<target>.csv`` (one row per run with every metric of
   over the evaluation data; Theorem 1 predicts :math:`\log p(x) - \mathrm{ELBO}^* \to C_{IMA}`.
 
 Budgets: ``smoke`` and ``quick`` as in :mod:`unmix.budgets` (``quick`` with each preset's own
-overrides, :attr:`~unmix.presets.Preset.quick`); ``paper`` here means the reference's optimiser
-(:data:`PAPER_OVERRIDES`: Adam, lr 1e-3, batch 64, 120,000 steps), not paper 000's.
+recipe, :func:`unmix.papers.reizinger.budget_rule`); ``paper`` here means the reference's
+optimiser (:data:`PAPER_OVERRIDES`: Adam, lr 1e-3, batch 64, 120,000 steps), not paper 000's.
 """
 
 from __future__ import annotations
@@ -37,14 +37,12 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from unmix import presets, runs
-from unmix.budgets import apply_budget
-from unmix.errors import ConfigError
-from unmix.experiment import GROUND_TRUTH_METRICS, VAE_METRICS, factor_scores
-from unmix.presets_reizinger import GAMMA2S, PAPER_004, PAPER_FIG3_MEDIAN
-from unmix.reproduce.common import ReproduceReport, collect_rows, report_dir, write_report
+from unmix import runs
+from unmix.experiment import factor_scores
+from unmix.metrics.vae import GROUND_TRUTH_METRICS, VAE_METRICS
+from unmix.papers.base import PlannedRun, in_group
+from unmix.papers.reizinger.presets import GAMMA2S, PAPER_004, PAPER_FIG3_MEDIAN
 from unmix.settings import Setting
-from unmix.sweep import Job, JobOutcome, run_jobs
 
 TARGETS = ("reizinger-fig2", "reizinger-fig3", "reizinger-fig4", "reizinger-fig5")
 LINEAR_MAPS_PER_SEED = 4
@@ -73,111 +71,76 @@ RUN_METRICS += GROUND_TRUTH_METRICS
 """The evaluation metrics each row of the report's csv keeps (γ² is kept as ``gamma2_final``)."""
 
 
-def preset_setting(preset: presets.Preset, budget: str, seed: int) -> Setting:
-    """The preset's setting under ``budget`` with data and training seed ``seed``."""
-    overrides = dict(PAPER_OVERRIDES) if budget == "paper" else {}
-    overrides.update(preset.overrides(budget))
-    overrides.update({"seeds.data": seed, "seeds.train": seed})
-    return apply_budget(preset.setting, budget, overrides)
+def plan(target: str):
+    """The runs of ``target``: every preset of its group, one per seed (Fig. 3 right:
+    :data:`LINEAR_MAPS_PER_SEED` data seeds per requested seed); run dirs ``preset/seedN``."""
+
+    def runs(seeds: int, baselines: bool = True) -> list[PlannedRun]:
+        out = []
+        for preset in in_group(target):
+            n = LINEAR_MAPS_PER_SEED * seeds if preset.name.endswith("moebius-linear") else seeds
+            out += [PlannedRun(preset.name, s, subdir=f"{preset.name}/seed{s}") for s in range(n)]
+        return out
+
+    return runs
 
 
-def _seeds_for(preset: presets.Preset, seeds: int) -> range:
-    if preset.name == "reizinger-fig3-moebius-linear":
-        return range(LINEAR_MAPS_PER_SEED * seeds)
-    return range(seeds)
+def row_fields(target: str):
+    """Per-run row fields of a Reizinger target: the setting's γ², every VAE metric, the final
+    (possibly learned) γ², Fig. 3 right's linear-map c_IMA, Fig. 4's refined ELBO*."""
 
-
-def plan(
-    target: str, budget: str, seeds: int, out: Path, device: str = "cpu"
-) -> list[tuple[presets.Preset, int, Job]]:
-    """``(preset, seed, job)`` for every run of ``target``; run dirs ``out/budget/preset/seedN``."""
-    if target not in TARGETS:
-        raise ConfigError(f"Unknown target '{target}': choose one of {', '.join(TARGETS)}.")
-    if seeds < 1:
-        raise ConfigError(f"--seeds must be >= 1, got {seeds}.")
-    items = []
-    for preset in presets.in_group(target):
-        for seed in _seeds_for(preset, seeds):
-            s = preset_setting(preset, budget, seed)
-            items.append(
-                (preset, seed, Job(s, Path(out) / budget / preset.name / f"seed{seed}", device))
-            )
-    return items
-
-
-def reproduce(
-    target: str,
-    budget: str = "quick",
-    seeds: int = 1,
-    workers: int = 1,
-    out: str | Path = "results",
-    device: str = "cpu",
-    backend: str = "local",
-    on_done: Callable[[JobOutcome], None] | None = None,
-) -> ReproduceReport:
-    """Run (or reuse) every run of ``target``; write ``<target>.csv/.md/.png`` into ``out/budget``."""
-    out = Path(out)
-    t0 = time.perf_counter()
-    items = plan(target, budget, seeds, out, device)
-    outcomes = run_jobs(
-        [job for *_, job in items], workers=workers, threads=1, backend=backend, on_done=on_done
-    )
-
-    def row(i: int, sm: dict) -> dict:
-        preset, seed, job = items[i]
-        row = {
-            "preset": preset.name,
-            "gamma2": job.setting.model.vae.gamma2,
-            "seed": seed,
+    def row(run: PlannedRun, setting: Setting, sm: dict, run_dir: Path, budget: str) -> dict:
+        out = {
+            "gamma2": setting.model.vae.gamma2,
             **{k: sm.get(k, float("nan")) for k in RUN_METRICS},
             **factor_scores(sm),
             "gamma2_final": sm.get("gamma2", float("nan")),  # differs if learned
-            "steps": sm["steps"],
-            "train_time_s": sm["train_time_s"],
-            "wall_time_s": sm["wall_time_s"],
-            "run_dir": str(job.run_dir),
         }
-        if preset.name == "reizinger-fig3-moebius-linear":
-            row["c_ima_linear"] = linear_map_c_ima(job.setting)
+        if run.preset == "reizinger-fig3-moebius-linear":
+            out["c_ima_linear"] = linear_map_c_ima(setting)
         if target == "reizinger-fig4":
             n, iters = REFINE.get(budget, REFINE["quick"])
-            ref = refined_elbo(load_trained(job.run_dir), n=n, steps=iters)
-            row.update(
+            ref = refined_elbo(load_trained(run_dir), n=n, steps=iters)
+            out.update(
                 elbo_refined=ref["elbo_star"],
                 log_px_refined=ref["log_px"],
                 c_ima_refined=ref["c_ima"],
                 gap_refined=ref["gap"],
             )
-        return row
+        return out
 
-    rows, failures = collect_rows([f"{p.name}/seed{seed}" for p, seed, _ in items], outcomes, row)
-    folder = report_dir(out, budget)
-    header = (
-        f"# {target}, budget `{budget}`, {seeds} seed(s)\n\n"
-        f"Paper: {PAPER_004}. Command: `unmix reproduce {target} --budget {budget} "
-        f"--seeds {seeds}`.\n\n"
-    )
-    from unmix.reproduce.reizinger_images import fig5_report
+    return row
 
-    report = {
-        "reizinger-fig2": fig2_report,
-        "reizinger-fig3": fig3_report,
-        "reizinger-fig5": fig5_report,
-    }.get(target, fig4_report)
-    md = header + (report(rows, folder) if rows else "No finished runs.\n")
-    write_report(folder, target, rows, md)
-    return ReproduceReport(target, folder, rows, md, time.perf_counter() - t0, failures)
+
+def report(target: str):
+    """The Markdown (and figure) of a Reizinger target, with a header naming budget and seeds."""
+
+    def write(rows: list[dict], folder: Path, budget: str, seeds: int) -> str:
+        from unmix.papers.reizinger.images import fig5_report
+
+        header = (
+            f"# {target}, budget `{budget}`, {seeds} seed(s)\n\n"
+            f"Paper: {PAPER_004}. Command: `unmix reproduce {target} --budget {budget} "
+            f"--seeds {seeds}`.\n\n"
+        )
+        fn = {
+            "reizinger-fig2": fig2_report,
+            "reizinger-fig3": fig3_report,
+            "reizinger-fig5": fig5_report,
+        }.get(target, fig4_report)
+        return header + (fn(rows, folder) if rows else "No finished runs.\n")
+
+    return write
 
 
 # ----------------------------------------------------------------------------------- helpers
 def linear_map_c_ima(setting: Setting) -> float:
     """c_IMA of the volume-preserving linear map of a ``moebius+linear`` setting (constant
     Jacobian M: Σ_k log‖M_{:k}‖ − log|det M|)."""
-    from unmix.experiment import build_mixing
+    from unmix.experiment import build_mixing_of
     from unmix.metrics import c_ima_from_jacobian
 
-    spec = setting.mixing.model_copy(update={"center": False})
-    g = build_mixing(spec, setting.latent.dim, setting.seeds.data)
+    g = build_mixing_of(setting.replace(**{"mixing.center": False}))
     return float(c_ima_from_jacobian(g[1].matrix.to(torch.float64)))
 
 
@@ -570,6 +533,6 @@ __all__ = [
     "linear_map_c_ima",
     "load_trained",
     "plan",
-    "preset_setting",
-    "reproduce",
+    "report",
+    "row_fields",
 ]

@@ -9,22 +9,17 @@
   25,000 test images; the ``quick`` budget renders 64 px, 20,000 + 5,000 images and trains the
   small conv net (:class:`~unmix.models.conv.ConvBackbone`) — departures for a 2-core CPU, listed
   in docs/reproduce.md.
-* ``reizinger-fig5`` (group ``reizinger-fig5``; paper 004, Sec. 4.3, Fig. 5): a VAE with a Beta
-  prior and decoder precision γ² = 1 on Sprites (:class:`~unmix.render.SpritesRenderer`, factors
-  x, y, scale, hue ~ Beta(α_i, β_i), α_i, β_i ~ U(2, 15) from the data seed), rendered afresh for
-  every batch; conv encoder and decoder.
-
 Where the papers are silent, the values here are unmix's choices and say so: Table 4's conditional
-scale (:data:`TABLE4_SCALE`), the batch size of its ``paper`` budget, Fig. 5's prior shape and
-training length.
+scale (:data:`TABLE4_SCALE`) and the batch size of its ``paper`` budget. (Paper 004's Sprites
+preset, Fig. 5, lives in :mod:`unmix.papers.reizinger.presets`.)
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from unmix.presets import PAPER_000, Preset
-from unmix.presets_reizinger import PAPER_004
+from unmix.papers.base import Preset
+from unmix.papers.zimmermann.presets import PAPER_000
 from unmix.settings import Setting
 
 TABLE4_SCALE = 0.1
@@ -115,63 +110,8 @@ def _table4_setting(row: int) -> Setting:
     )
 
 
-FIG5_PAPER_MCC = {"x": 0.996, "y": 0.989, "scale": 0.933, "hue": 0.989}
-"""Fig. 5 (right), MCC per factor of the best trained VAE (the caption lists y, x, scale, colour)."""
-FIG5_PRIOR = (2.0, 2.0)
-"""The VAE's Beta prior shapes: paper 004 says 'Beta prior' without its parameters (unmix's
-choice)."""
-
-FIG5_QUICK: dict[str, Any] = {
-    "train.steps": 6_000,
-    "train.batch_size": 64,
-    "train.lr": 1e-3,
-    "train.lr_schedule": "constant",
-    "train.warmup_steps": 0,
-    "train.eval_every": 1_000,
-    "train.eval_samples": 1_024,
-    "train.checkpoint_every": 1_000,
-    "model.hidden": [10],
-    "model.standardize_input": False,
-}
-
-
-def _fig5_setting() -> Setting:
-    return Setting.from_dict(
-        {
-            "name": "reizinger-fig5",
-            "latent": {
-                "space": "box",
-                "dim": 4,
-                "marginal": {"kind": "beta", "shape_range": [2.0, 15.0]},
-            },
-            "mixing": {"kind": "sprites", "image_size": 64},
-            "model": {
-                "kind": "vae",
-                "backbone": "conv",
-                "hidden": [10],
-                "negative_slope": 0.2,
-                "vae": {
-                    "prior": "beta",
-                    "prior_alpha": FIG5_PRIOR[0],
-                    "prior_beta": FIG5_PRIOR[1],
-                    "gamma2": 1.0,
-                },
-            },
-            "objective": {"kind": "elbo"},
-            "train": {
-                "steps": 60_000,
-                "batch_size": 64,
-                "lr": 1e-3,
-                "eval_every": 5_000,
-                "eval_samples": 2_048,
-                "checkpoint_every": 5_000,
-            },
-        }
-    )
-
-
 def build_presets() -> dict[str, Preset]:
-    """The image presets by name (merged into :data:`unmix.presets.PRESETS`)."""
+    """Table 4's presets by name."""
     out: dict[str, Preset] = {}
     for row, (_, _, _, r2, mcc) in TABLE4_PAPER.items():
         name = f"zimmermann-table4-row{row}"
@@ -188,23 +128,5 @@ def build_presets() -> dict[str, Preset]:
             "r2",
             paper,
             "zimmermann-table4",
-            dict(TABLE4_QUICK),
-            {
-                "smoke": {**IMAGE_SMOKE, "data.n_train": 256, "data.n_test": 64},
-                "paper": {f"train.{k}": v for k, v in TABLE4_PAPER_TRAIN.items()},
-            },
         )
-    out["reizinger-fig5"] = Preset(
-        "reizinger-fig5",
-        _fig5_setting(),
-        f"{PAPER_004}, Fig. 5 / Sec. 4.3, Sprites, γ² = 1",
-        "mcc",
-        {f"mcc_{k}": (v, 0.0) for k, v in FIG5_PAPER_MCC.items()},
-        "reizinger-fig5",
-        dict(FIG5_QUICK),
-        {
-            "smoke": {**IMAGE_SMOKE, "train.eval_samples": 32},
-            "paper": {"train.steps": 60_000, "train.eval_samples": 2_048},
-        },
-    )
     return out

@@ -54,7 +54,7 @@ import torch
 
 from unmix.special import log_sphere_area
 from unmix.verify.checks import Z999, CheckResult, rng_for
-from unmix.verify.wang_isola import (
+from unmix.papers.wang_isola.checks import (
     assess_rate,
     log_c3,
     log_sinh,

@@ -1,0 +1,118 @@
+r"""The objective contract: ``loss = objective(model, batch)``.
+
+Every registered objective (:func:`unmix.registry.register_objective`) builds an
+:class:`Objective`: a module that takes the model being trained and a :class:`Batch` — built by the
+latent process or the finite data set — and returns a 0-dim loss to minimise. It declares what its
+batches must hold: :attr:`Objective.needs_pairs` (positives ``x_pos``) and
+:attr:`Objective.n_negatives` (separately drawn negatives ``x_neg`` per anchor, 0 = none).
+
+The loss modules themselves (:class:`~unmix.objectives.InfoNCE`, :class:`~unmix.objectives.LpInfoNCE`,
+:class:`~unmix.objectives.AlignUniform`, :class:`~unmix.objectives.Supervised`,
+:class:`~unmix.objectives.elbo.ELBO`) keep their feature-level signatures (``loss(h, h_pos)`` …),
+tested against loop references; the wrappers here only encode the batch:
+
+* :class:`Contrastive` — ``h, h_pos = f(x), f(x_pos)`` in one forward pass (plus
+  ``h_neg = f(x_neg)``), then ``loss(h, h_pos[, h_neg])``;
+* :class:`SupervisedObjective` — ``loss(f(x), z)``;
+* :class:`ELBOObjective` — ``elbo(vae, x, generator)``.
+
+Example — a user's objective in their own module::
+
+    import torch, unmix
+    from unmix.objectives.base import Objective
+
+    class MeanAlign(Objective):
+        def forward(self, model, batch):
+            h, h_pos = model(torch.cat([batch.x, batch.x_pos])).chunk(2)
+            return (h - h_pos).pow(2).sum(-1).mean() - torch.pdist(h).mean()
+
+    @unmix.register_objective("mean_align")
+    def mean_align() -> Objective:
+        return MeanAlign()
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+
+
+@dataclass
+class Batch:
+    """One training batch. ``x`` anchors' observations ``(B, ...)``; ``z`` their latents;
+    ``x_pos``/``z_pos`` the positives (when the objective needs pairs); ``x_neg`` separately drawn
+    negatives ``(B, M, ...)``; ``generator`` the training stream (for objectives that sample)."""
+
+    x: torch.Tensor
+    z: torch.Tensor | None = None
+    x_pos: torch.Tensor | None = None
+    z_pos: torch.Tensor | None = None
+    x_neg: torch.Tensor | None = None
+    generator: torch.Generator | None = None
+
+    @property
+    def size(self) -> int:
+        return int(self.x.shape[0])
+
+
+class Objective(nn.Module):
+    """Base of every objective: ``forward(model, batch) -> loss``.
+
+    Class attributes say what a batch must hold: ``needs_pairs`` (default True) and
+    ``n_negatives`` (default 0)."""
+
+    needs_pairs: bool = True
+    n_negatives: int = 0
+
+    def forward(self, model: nn.Module, batch: Batch) -> torch.Tensor:  # pragma: no cover
+        raise NotImplementedError
+
+
+class Contrastive(Objective):
+    """A feature-level contrastive loss ``loss(h, h_pos[, h_neg])`` as an objective."""
+
+    def __init__(self, loss: nn.Module, n_negatives: int = 0) -> None:
+        super().__init__()
+        self.loss = loss
+        self.n_negatives = int(n_negatives)
+
+    def forward(self, model: nn.Module, batch: Batch) -> torch.Tensor:
+        b = batch.size
+        h, h_pos = model(torch.cat([batch.x, batch.x_pos])).split(b)
+        if self.n_negatives:
+            neg = batch.x_neg
+            h_neg = model(neg.reshape(-1, *neg.shape[2:]))
+            return self.loss(h, h_pos, h_neg.reshape(b, self.n_negatives, -1))
+        return self.loss(h, h_pos)
+
+
+class SupervisedObjective(Objective):
+    """Regression onto the true latents: ``loss(f(x), z)`` (the supervised topline)."""
+
+    needs_pairs = False
+
+    def __init__(self, loss: nn.Module) -> None:
+        super().__init__()
+        self.loss = loss
+
+    def forward(self, model: nn.Module, batch: Batch) -> torch.Tensor:
+        return self.loss(model(batch.x), batch.z)
+
+
+class ELBOObjective(Objective):
+    """The negative ELBO of a VAE model on ``batch.x`` (paper 004, eq. (1))."""
+
+    needs_pairs = False
+
+    def __init__(self, elbo: nn.Module) -> None:
+        super().__init__()
+        self.elbo = elbo
+
+    def forward(self, model: nn.Module, batch: Batch) -> torch.Tensor:
+        return self.elbo(model, batch.x, batch.generator)
+
+    def terms(self, *args, **kwargs):
+        """The ELBO's terms (:meth:`unmix.objectives.elbo.ELBO.terms`)."""
+        return self.elbo.terms(*args, **kwargs)
