@@ -224,3 +224,12 @@ def test_run_lock_is_exclusive_and_reentrant(tmp_path):
         assert errors and "locked by another process" in errors[0]
     with runs.run_lock(tmp_path / "run"):  # released
         pass
+
+
+def test_refusal_does_not_depend_on_the_pre_scan(tmp_path, monkeypatch):
+    marker = tmp_path / "MARKER"
+    torch.save(_state(marker), tmp_path / "c.pt")
+    monkeypatch.delattr(torch.serialization, "get_unsafe_globals_in_checkpoint")
+    with pytest.raises(CheckpointError, match=r"refuses to load objects of type posix\.system"):
+        runs.load_checkpoint(tmp_path / "c.pt")
+    assert not marker.exists()

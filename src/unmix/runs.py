@@ -302,8 +302,9 @@ def load_checkpoint(path: Path) -> dict[str, Any]:
             "the run directory that holds checkpoint.pt."
         )
     try:
-        if zipfile.is_zipfile(path):  # torch.save's format: list its globals before loading
-            unsafe = torch.serialization.get_unsafe_globals_in_checkpoint(path)
+        scan = getattr(torch.serialization, "get_unsafe_globals_in_checkpoint", None)  # ≥ 2.5
+        if scan is not None and zipfile.is_zipfile(path):  # torch.save's format: scan first
+            unsafe = scan(path)
             if unsafe:
                 raise _refuse(path, unsafe)
         with warnings.catch_warnings():
