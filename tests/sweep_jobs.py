@@ -23,8 +23,13 @@ def tiny(steps: int = 10) -> Setting:
             "name": "tiny",
             "latent": {"space": "sphere", "dim": 3, "conditional": {"kind": "vmf", "kappa": 5.0}},
             "model": {"hidden": [4]},
-            "train": {"steps": steps, "batch_size": 32, "eval_every": 5, "eval_samples": 128,
-                      "checkpoint_every": 5},
+            "train": {
+                "steps": steps,
+                "batch_size": 32,
+                "eval_every": 5,
+                "eval_samples": 128,
+                "checkpoint_every": 5,
+            },
         }
     )
 
