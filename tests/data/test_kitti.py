@@ -160,3 +160,25 @@ def test_clear_errors(tmp_path):
     make_pickle(only_single, lengths=[1, 1])
     with pytest.raises(ConfigError, match="no positive pairs"):
         KittiMasks(only_single)
+
+
+class _Payload:
+    """Unpickling this would create ``marker``."""
+
+    def __init__(self, marker):
+        self.marker = str(marker)
+
+    def __reduce__(self):
+        import os
+
+        return (os.system, (f"touch {self.marker}",))
+
+
+def test_a_pickle_that_would_run_code_is_refused(tmp_path):
+    marker = tmp_path / "MARKER"
+    seqs = [_sequence(3, 0)]
+    with open(tmp_path / KITTI_FILE, "wb") as fh:
+        pickle.dump({"pedestrians": seqs, "pedestrians_latents": [_Payload(marker)]}, fh)
+    with pytest.raises(ConfigError, match=r"refuses to load objects of type posix\.system"):
+        KittiMasks(tmp_path)
+    assert not marker.exists()

@@ -43,14 +43,14 @@ defaults to 5 (the loader class's default); cl-ica's ``main_kitti.py`` passes
 ``--kitti-max-delta-t`` with default 1. Paper 000, Table 3 quotes the *mean* separation in
 seconds (0.05 s and 0.15 s); the sources found do not state how that maps to ``max_delta_t``.
 
-The file is a pickle: unpickling can run code, so open only a file you trust (the official
-download).
+The file is a pickle, and unpickling can run code: it is read with a restricted unpickler
+(:class:`unmix.safeio.RestrictedUnpickler`) that builds only numpy arrays and scalars besides
+plain dicts, lists, numbers and strings, and refuses a file that refers to anything else.
 """
 
 from __future__ import annotations
 
 import os
-import pickle
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -59,6 +59,7 @@ import torch
 
 from unmix.data.store import ImageDataset, as_index_array
 from unmix.errors import ConfigError
+from unmix.safeio import UnsafePickleError, load_restricted_pickle
 
 __all__ = ["KITTI_FACTOR_NAMES", "KITTI_FILE", "KittiMasks"]
 
@@ -135,7 +136,12 @@ class KittiMasks(ImageDataset):
         self.path = p
         try:
             with open(p, "rb") as fh:
-                data = pickle.load(fh)
+                data = load_restricted_pickle(fh)
+        except UnsafePickleError as err:
+            raise ConfigError(
+                f"{p}: unmix {err} (a KITTI Masks file holds only numpy arrays in lists and a "
+                "dict, and nothing in it was run); it is not the official kitti_peds_v2.pickle."
+            ) from None
         except Exception as err:  # unpickling can fail in many ways
             raise ConfigError(
                 f"{p} is not a readable pickle ({type(err).__name__}: {err})."
