@@ -6,8 +6,8 @@
   :func:`alignment_term`, :func:`uniformity_term` — the two terms of their Theorem 1.
 * :func:`c_ima`, :func:`global_c_ima`, :func:`c_ima_from_jacobian` — the IMA contrast of a map.
 * :func:`amari_distance` — distance between two mixing matrices up to column order and scale.
-* :func:`dci` — disentanglement, completeness, informativeness of codes ``z_hat`` for factors
-  ``z`` (Eastwood & Williams).
+* :func:`dci`, :func:`mig` — disentanglement scores of codes ``z_hat`` for factors
+  ``z`` (Eastwood & Williams; Chen et al.; Kumar et al.).
 
 :func:`r2_affine`, :func:`mcc`, :func:`amari_distance` and the c_IMA functions accept torch tensors
 or NumPy arrays; the alignment/uniformity functions are differentiable torch functions of tensors of
@@ -31,6 +31,7 @@ from unmix.metrics.c_ima import (
 )
 from unmix.metrics.dci import DCIImportance, dci, dci_from_importance, dci_importance
 from unmix.metrics.mcc import MCCResult, correlation_matrix, mcc
+from unmix.metrics.mig import mig, mutual_information_matrix
 from unmix.metrics.r2 import R2Result, r2_affine
 
 __all__ = [
@@ -55,4 +56,6 @@ __all__ = [
     "dci_importance",
     "dci_from_importance",
     "DCIImportance",
+    "mig",
+    "mutual_information_matrix",
 ]
