@@ -6,7 +6,7 @@
   :func:`alignment_term`, :func:`uniformity_term` — the two terms of their Theorem 1.
 * :func:`c_ima`, :func:`global_c_ima`, :func:`c_ima_from_jacobian` — the IMA contrast of a map.
 * :func:`amari_distance` — distance between two mixing matrices up to column order and scale.
-* :func:`dci`, :func:`mig` — disentanglement scores of codes ``z_hat`` for factors
+* :func:`dci`, :func:`mig`, :func:`sap` — disentanglement scores of codes ``z_hat`` for factors
   ``z`` (Eastwood & Williams; Chen et al.; Kumar et al.).
 
 :func:`r2_affine`, :func:`mcc`, :func:`amari_distance` and the c_IMA functions accept torch tensors
@@ -33,6 +33,7 @@ from unmix.metrics.dci import DCIImportance, dci, dci_from_importance, dci_impor
 from unmix.metrics.mcc import MCCResult, correlation_matrix, mcc
 from unmix.metrics.mig import mig, mutual_information_matrix
 from unmix.metrics.r2 import R2Result, r2_affine
+from unmix.metrics.sap import sap, sap_score_matrix
 
 __all__ = [
     "R2Result",
@@ -58,4 +59,6 @@ __all__ = [
     "DCIImportance",
     "mig",
     "mutual_information_matrix",
+    "sap",
+    "sap_score_matrix",
 ]
