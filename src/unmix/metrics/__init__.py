@@ -8,6 +8,7 @@
 * :func:`amari_distance` — distance between two mixing matrices up to column order and scale.
 * :func:`dci`, :func:`mig`, :func:`sap` — disentanglement scores of codes ``z_hat`` for factors
   ``z`` (Eastwood & Williams; Chen et al.; Kumar et al.).
+* :func:`kernel_r2`, :func:`block_r2` — held-out R² of a kernel ridge fit; block identifiability.
 
 :func:`r2_affine`, :func:`mcc`, :func:`amari_distance` and the c_IMA functions accept torch tensors
 or NumPy arrays; the alignment/uniformity functions are differentiable torch functions of tensors of
@@ -32,6 +33,7 @@ from unmix.metrics.c_ima import (
 from unmix.metrics.dci import DCIImportance, dci, dci_from_importance, dci_importance
 from unmix.metrics.mcc import MCCResult, correlation_matrix, mcc
 from unmix.metrics.mig import mig, mutual_information_matrix
+from unmix.metrics.nonlinear_r2 import block_r2, kernel_r2
 from unmix.metrics.r2 import R2Result, r2_affine
 from unmix.metrics.sap import sap, sap_score_matrix
 
@@ -61,4 +63,6 @@ __all__ = [
     "mutual_information_matrix",
     "sap",
     "sap_score_matrix",
+    "kernel_r2",
+    "block_r2",
 ]
