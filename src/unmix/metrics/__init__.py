@@ -9,6 +9,7 @@
 * :func:`dci`, :func:`mig`, :func:`sap` — disentanglement scores of codes ``z_hat`` for factors
   ``z`` (Eastwood & Williams; Chen et al.; Kumar et al.).
 * :func:`kernel_r2`, :func:`block_r2` — held-out R² of a kernel ridge fit; block identifiability.
+* :func:`bootstrap_ci`, :func:`mcc_ci`, :func:`r2_ci` — percentile-bootstrap intervals.
 
 :func:`r2_affine`, :func:`mcc`, :func:`amari_distance` and the c_IMA functions accept torch tensors
 or NumPy arrays; the alignment/uniformity functions are differentiable torch functions of tensors of
@@ -23,6 +24,7 @@ from unmix.metrics.align_uniform import (
     uniformity_term,
 )
 from unmix.metrics.amari import amari_distance, amari_index
+from unmix.metrics.bootstrap import bootstrap_ci, mcc_ci, r2_ci
 from unmix.metrics.c_ima import (
     batched_jacobian,
     c_ima,
@@ -65,4 +67,7 @@ __all__ = [
     "sap_score_matrix",
     "kernel_r2",
     "block_r2",
+    "bootstrap_ci",
+    "mcc_ci",
+    "r2_ci",
 ]
