@@ -21,7 +21,10 @@ penalty ``alpha`` and the RBF width ``gamma`` are chosen jointly for all targets
 (``alphas`` × ``gammas``; ``gammas`` are multiplied by ``1 / n_codes`` so that the default grid
 suits any input dimension) by the mean squared error on a validation part
 (``val_fraction`` of the training samples), then the model is refitted on all training samples
-with the chosen pair and scored on the held-out ones.
+with the chosen pair and scored on the held-out ones. An RBF fit extrapolates poorly into sparse
+tails: for ``z ~ N(0, I_3)`` and ``z_hat = z**3 + z`` it scores ≈ 0.96 at N = 2000 (against
+≈ 0.998 for uniform ``z`` on [-1.5, 1.5]), so values a little below 1 need not mean a non-invertible
+map.
 
 :func:`block_r2` (von Kügelgen et al. 2021, "block identifiability") is the held-out R² of
 predicting the subset ``z[:, block]`` of the true latents from ``z_hat``, by an affine map
@@ -94,14 +97,15 @@ def kernel_r2(
     zt, zh = as_pair(z, z_hat)
     n, n_codes = zh.shape
     vf = check_fraction("val_fraction", val_fraction)
-    if isinstance(max_train, bool) or not isinstance(max_train, int) or max_train < 10:
+    if isinstance(max_train, bool) or not isinstance(max_train, int | np.integer) or max_train < 10:
         raise ConfigError(f"'max_train' must be an integer >= 10, got {max_train!r}.")
     alphas = [float(a) for a in alphas]
-    gammas = [float(g) / n_codes for g in gammas]
     if not alphas or min(alphas) <= 0:
         raise ConfigError(f"'alphas' must be a non-empty list of positive numbers, got {alphas}.")
+    gammas = [float(g) for g in gammas]
     if not gammas or min(gammas) <= 0:
         raise ConfigError(f"'gammas' must be a non-empty list of positive numbers, got {gammas}.")
+    gammas = [g / n_codes for g in gammas]  # relative widths -> absolute, on standardised inputs
     fit_idx, score_idx = split_indices(n, test_fraction, seed, min_fit=10)
     if len(fit_idx) > max_train:
         fit_idx = fit_idx[:max_train]  # already a random permutation
