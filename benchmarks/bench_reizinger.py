@@ -22,8 +22,8 @@ import numpy as np
 import torch
 import yaml
 
-from unmix import presets
-from unmix.reproduce.reizinger import preset_setting
+from unmix import papers as presets
+from unmix.papers.reizinger.reports import preset_setting
 from unmix.train import train
 
 

@@ -9,7 +9,7 @@ import argparse
 
 import numpy as np
 
-from unmix import presets
+from unmix import papers as presets
 from unmix.reproduce.zimmermann import column_setting
 from unmix.train import train
 

@@ -8,7 +8,7 @@ import time
 
 import yaml
 
-from unmix.budgets import apply_budget
+from unmix.resolve import apply_budget
 from unmix.settings import load_setting
 from unmix.train import train
 

@@ -6,8 +6,8 @@ import pytest
 import torch
 from typer.testing import CliRunner
 
-from unmix import presets
-from unmix.budgets import load_with_budget
+from unmix import papers as presets
+from unmix.resolve import load_with_budget
 from unmix.cli import app
 from unmix.errors import ConfigError
 from unmix.experiment import Experiment
@@ -197,7 +197,7 @@ def test_bench_times_a_finite_data_set_on_a_small_render():
 def test_per_factor_scores_of_a_permuted_sign_flipped_copy_are_one():
     import numpy as np
 
-    from unmix.experiment import per_factor_scores
+    from unmix.metrics.registered import per_factor_scores
     from unmix.metrics import mcc, r2_affine
 
     z = np.random.default_rng(0).random((2000, 4))

@@ -1,16 +1,22 @@
 import pandas as pd
 from typer.testing import CliRunner
 
-from unmix import presets
+from unmix import papers as presets
 from unmix.cli import app
-from unmix.reproduce.zimmermann import column_setting, plan
+from unmix.papers.zimmermann import presets as zimmermann_presets
+from unmix.reproduce import plan
+from unmix.resolve import resolve
 
 runner = CliRunner()
 
 
+def column_setting(preset, column, budget, seed):
+    return resolve(preset.name, budget, column=column, seeds={"data": seed, "train": seed}).setting
+
+
 def test_plan_runs_baselines_only_where_the_paper_reports_them(tmp_path):
     items = plan("zimmermann-table1", "smoke", 2, tmp_path)
-    cols = {(p.name, c) for p, c, _, _ in items}
+    cols = {(run.preset, run.column) for run, _, _ in items}
     assert ("zimmermann-table1-row1", "identity") in cols
     assert ("zimmermann-table1-row2", "identity") not in cols
     assert len(items) == 2 * (12 + 5 + 5)
@@ -44,7 +50,7 @@ def test_reproduce_table1_smoke_end_to_end(tmp_path):
 
 
 def test_quick_budget_rule_matches_tau_to_the_conditional():
-    from unmix.budgets import load_with_budget
+    from unmix.resolve import load_with_budget
 
     row2 = load_with_budget("zimmermann-table1-row2", "quick")  # vMF κ = 10 → τ = 1/κ
     assert row2.objective.tau == 0.1 and row2.model.standardize_input
@@ -55,13 +61,13 @@ def test_quick_budget_rule_matches_tau_to_the_conditional():
 
 
 def test_fig2_report_plots_r2_beside_the_mass_to_move(tmp_path):
-    from unmix.reproduce.zimmermann import fig2_report
+    from unmix.papers.zimmermann.reports import fig2_report
 
     rows = [{"preset": p.name, "column": "unsupervised", "r2": 0.9}
             for p in presets.in_group("zimmermann-fig2")]
     md = fig2_report(rows, tmp_path)
     assert (tmp_path / "zimmermann-fig2.png").stat().st_size > 10_000
-    assert md.count("| sphere |") == len(presets.FIG2_SPHERE_KAPPAS)
+    assert md.count("| sphere |") == len(zimmermann_presets.FIG2_SPHERE_KAPPAS)
     assert "| sphere | κ = 1 | 90.00 | 12.8 |" in md  # mass to move for vMF(κ=1) on S⁹: 12.83 %
 
 
@@ -69,5 +75,5 @@ def test_identity_column_ignores_input_standardisation():
     from unmix.train import train
 
     s = column_setting(presets.get("zimmermann-table1-row1"), "identity", "quick", 0)
-    assert s.model.standardize_input  # inherited from the quick budget, harmless for identity
+    assert s.model.kind == "identity"  # the column replaces the quick encoder entirely
     assert 0.5 < train(s).summary["r2"] < 0.8

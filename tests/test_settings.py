@@ -1,8 +1,10 @@
 import pytest
 
-from unmix import presets
+from unmix import papers as presets
 from unmix.errors import ConfigError
-from unmix.settings import Setting, assumptions_match, load_setting
+from unmix.papers.zimmermann.presets import assumptions_match
+from unmix.resolve import load_setting
+from unmix.settings import Setting
 
 
 def base(**latent):
@@ -72,7 +74,7 @@ def test_replace_validates_and_rejects_unknown_fields():
     assert s.replace(**{"train.steps": 7}).train.steps == 7
     with pytest.raises(ConfigError, match="must be > 0|greater than 0"):
         s.replace(**{"latent.conditional.kappa": -2.0})
-    with pytest.raises(ConfigError, match="Unknown setting field"):
+    with pytest.raises(ConfigError, match="train.stepz: unknown field"):
         s.replace(**{"train.stepz": 3})
 
 

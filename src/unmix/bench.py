@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import torch
 
 from unmix.experiment import Experiment
+from unmix.objectives.base import Contrastive
 from unmix.settings import Setting
 
 BENCH_IMAGES = 2048
@@ -50,25 +51,25 @@ def bench_steps(
         )
     exp = Experiment.build(setting, device)
     opt = torch.optim.Adam(exp.encoder.parameters(), lr=1e-4)
-    gen = exp.generator(0)
+    gen = exp.stream_generator("train/batches")
     dev = exp.device
+    obj = exp.objective
+    split = isinstance(obj, Contrastive) and not obj.n_negatives
     times: dict[str, list[float]] = {"sample": [], "forward": [], "loss": [], "backward": []}
     for i in range(warmup + steps):
         _sync(dev)
         t0 = time.perf_counter()
-        if exp.data is not None:  # a finite image data set: anchors and their positives
-            _, x, x_pos = exp.data.pairs(batch_size, gen, dev)
-            observe = torch.cat([x, x_pos])
-        else:
-            z, z_pos = exp.process.sample_pairs(batch_size, gen)
+        batch = exp.batch(batch_size, gen)  # latents + mixing (or images read from disk)
         _sync(dev)
         t1 = time.perf_counter()
-        if exp.data is None:
-            observe = exp.mixing(torch.cat([z, z_pos]))
-        h, h_pos = exp.encoder(observe).split(batch_size)
-        _sync(dev)
-        t2 = time.perf_counter()
-        loss = exp.objective(h, h_pos)
+        if split:  # time the encoder and the loss apart
+            h, h_pos = exp.encoder(torch.cat([batch.x, batch.x_pos])).split(batch_size)
+            _sync(dev)
+            t2 = time.perf_counter()
+            loss = obj.loss(h, h_pos)
+        else:
+            t2 = t1
+            loss = obj(exp.encoder, batch)
         _sync(dev)
         t3 = time.perf_counter()
         opt.zero_grad()

@@ -22,8 +22,28 @@ err_console = Console(stderr=True)
 
 
 def _fail(err: Exception) -> None:
-    err_console.print(f"[bold red]error:[/] {err}", soft_wrap=True)
+    from rich.text import Text
+
+    err_console.print(Text.assemble(("error: ", "bold red"), str(err)), soft_wrap=True)
     raise typer.Exit(2)
+
+
+OverridesArg = Annotated[
+    list[str] | None,
+    typer.Argument(
+        help="Overrides key=value, validated like YAML fields, e.g. train.lr=2e-3 objective.tau=0.5",
+        show_default=False,
+    ),
+]
+
+
+def _resolve(setting: str, budget: str | None, overrides: list[str] | None, flags: dict):
+    """The resolved setting: source → budget → paper recipe → flags and key=value overrides."""
+    from unmix.resolve import parse_overrides, resolve
+
+    updates = {k: v for k, v in flags.items() if v is not None}
+    updates.update(parse_overrides(overrides))
+    return resolve(setting, budget, overrides=updates)
 
 
 SettingArg = Annotated[
@@ -32,29 +52,42 @@ SettingArg = Annotated[
 
 
 @app.command()
-def settings(show: Annotated[str | None, typer.Option(help="Print this preset's YAML.")] = None):
-    """List the presets (or print one as YAML, a starting point for your own setting file)."""
-    from unmix import presets
+def settings(
+    show: Annotated[str | None, typer.Option(help="Print this preset's YAML.")] = None,
+    budget: Annotated[
+        str | None, typer.Option(help="With --show: apply this budget (smoke, quick, paper).")
+    ] = None,
+    overrides: OverridesArg = None,
+):
+    """List the presets (or print one as YAML, fully resolved, a starting point for your own)."""
+    from unmix import papers
+    from unmix.settings import label
 
     try:
         if show:
-            console.print(presets.get(show).setting.to_yaml(), highlight=False, markup=False)
+            resolved = _resolve(show, budget, overrides, {})
+            console.print(resolved.setting.to_yaml(), highlight=False, markup=False, end="")
             return
+        if budget or overrides:
+            raise ConfigError("--budget and overrides apply to --show NAME")
     except UnmixError as err:
         _fail(err)
     table = Table()
     table.add_column("preset", no_wrap=True)
     for column in ("space", "p(z)", "p(z̃|z)", "model", "objective", "source"):
         table.add_column(column)
-    for p in presets.PRESETS.values():
+    for p in papers.PRESETS.values():
         s = p.setting
+        model = s.model
         table.add_row(
             p.name,
             s.latent.space,
             s.latent.marginal.label(),
             s.latent.conditional.label() if s.latent.conditional else "–",
-            s.model.space if s.model.kind != "vae" else f"vae ({s.model.vae.prior} prior)",
-            s.objective.label(),
+            f"vae ({model.vae.prior} prior)"
+            if model.kind == "vae"
+            else getattr(model, "space", model.kind),
+            label(s.objective),
             p.source.split(", ", 1)[-1],
         )
     console.print(table)
@@ -69,15 +102,13 @@ def sample(
         int | None, typer.Option(help="Seed of the latent draws (default: the data seed).")
     ] = None,
     data_seed: Annotated[int | None, typer.Option(help="Data seed (fixes the mixing).")] = None,
+    overrides: OverridesArg = None,
 ):
     """Draw n pairs (z, z_pos) and their observations (x, x_pos); save them with the setting."""
     from unmix.sampling import sample_dataset, save_dataset
-    from unmix.settings import load_setting
 
     try:
-        s = load_setting(setting)
-        if data_seed is not None:
-            s = s.replace(**{"seeds.data": data_seed})
+        s = _resolve(setting, None, overrides, {"seeds.data": data_seed}).setting
         path = save_dataset(out, sample_dataset(s, n, seed), s)
     except UnmixError as err:
         _fail(err)
@@ -87,47 +118,74 @@ def sample(
 @app.command()
 def train(
     setting: SettingArg,
-    steps: Annotated[int | None, typer.Option(help="Training steps.")] = None,
-    batch_size: Annotated[int | None, typer.Option(help="Batch size.")] = None,
-    lr: Annotated[float | None, typer.Option(help="Adam learning rate.")] = None,
+    overrides: OverridesArg = None,
+    steps: Annotated[int | None, typer.Option(help="Training steps (train.steps).")] = None,
+    batch_size: Annotated[int | None, typer.Option(help="Batch size (train.batch_size).")] = None,
+    lr: Annotated[float | None, typer.Option(help="Adam learning rate (train.lr).")] = None,
     seed: Annotated[int | None, typer.Option(help="Training seed (init, batches).")] = None,
     data_seed: Annotated[int | None, typer.Option(help="Data seed (mixing, eval data).")] = None,
+    threads: Annotated[int | None, typer.Option(help="Torch CPU threads (train.threads).")] = None,
     device: Annotated[str, typer.Option(help="cpu, cuda, cuda:N or auto.")] = "cpu",
     out: Annotated[Path | None, typer.Option(help="Run directory.")] = None,
     resume: Annotated[bool, typer.Option(help="Continue the run in --out.")] = False,
     budget: Annotated[
         str | None,
         typer.Option(
-            help="smoke, quick or paper: replace the training budget (quick includes the "
-            "preset's own recipe); --steps, --batch-size and --lr still win."
+            help="smoke, quick or paper: replace the training budget (with the paper's own "
+            "recipe for the setting); flags and key=value overrides still win."
         ),
     ] = None,
     progress: Annotated[bool, typer.Option(help="Show a progress bar.")] = True,
 ):
-    """Train an encoder on a setting and write a run directory (config, metrics.csv, summary.json)."""
-    from unmix.budgets import load_with_budget
+    """Train an encoder on a setting and write a run directory (config, metrics.csv, summary.json).
+
+    Fields can be set as key=value after the setting, e.g.
+    `unmix train zimmermann-table1-row4 train.lr=2e-3 train.steps=30`."""
     from unmix.train import train as run_training
 
+    flags = {
+        "train.steps": steps,
+        "train.batch_size": batch_size,
+        "train.lr": lr,
+        "train.threads": threads,
+        "seeds.train": seed,
+        "seeds.data": data_seed,
+    }
     try:
-        s = load_with_budget(setting, budget)
-        updates = {
-            "train.steps": steps,
-            "train.batch_size": batch_size,
-            "train.lr": lr,
-            "seeds.train": seed,
-            "seeds.data": data_seed,
-        }
-        s = s.replace(**{k: v for k, v in updates.items() if v is not None})
-        out_dir = out or Path("runs") / f"{s.name}-d{s.seeds.data}-t{s.seeds.train}"
-        result = run_training(s, out_dir, device=device, resume=resume, progress=progress)
+        resolved = _resolve(setting, budget, overrides, flags)
+        s = resolved.setting
+        out_dir = out or Path("runs") / f"{_safe_name(s.name)}-d{s.seeds.data}-t{s.seeds.train}"
+        result = run_training(
+            s,
+            out_dir,
+            device=device,
+            resume=resume,
+            progress=progress,
+            provenance=resolved.provenance,
+        )
     except UnmixError as err:
         _fail(err)
     sm = result.summary
+    scores = ", ".join(f"{k} {sm[k]:.4f}" for k in _scalar_metrics(sm, s))
     console.print(
-        f"[bold]{s.name}[/]: R² {sm['r2']:.4f} (in-sample {sm['r2_in_sample']:.4f}), "
-        f"MCC {sm['mcc']:.4f} after {sm['steps']} steps in {sm['wall_time_s']:.1f} s "
-        f"→ {out_dir}"
+        f"[bold]{s.name}[/]: {scores} after {sm['steps']} steps in {sm['wall_time_s']:.1f} s "
+        f"→ {out_dir}",
+        highlight=False,
     )
+
+
+def _safe_name(name: str) -> str:
+    """``name`` as one path component (no separators, no leading dots)."""
+    import re
+
+    return re.sub(r"[^A-Za-z0-9_.+-]", "_", name).lstrip(".") or "run"
+
+
+def _scalar_metrics(summary: dict, setting) -> list[str]:
+    """The summary's keys of the setting's metrics (a dict-valued metric contributes its keys;
+    per-factor entries are left to the files)."""
+    keys = [k for k in summary.get("metrics", setting.metric_names) if k in summary]
+    return keys or [k for k in ("r2", "mcc") if k in summary]
 
 
 @app.command()
@@ -163,15 +221,10 @@ def verify(
 
 @app.command()
 def reproduce(
-    target: Annotated[
-        str,
-        typer.Argument(
-            help="zimmermann-table1, zimmermann-table2, zimmermann-table4, zimmermann-fig2, "
-            "reizinger-fig2, reizinger-fig3, reizinger-fig4 or reizinger-fig5."
-        ),
-    ],
+    target: Annotated[str, typer.Argument(help="A paper's table or figure (see the list below).")],
+    overrides: OverridesArg = None,
     budget: Annotated[
-        str, typer.Option(help="smoke (seconds), quick (CPU-sized) or paper (300k steps).")
+        str, typer.Option(help="smoke (seconds), quick (CPU-sized) or paper (the paper's own).")
     ] = "quick",
     seeds: Annotated[int, typer.Option(help="Seeds per row.")] = 1,
     workers: Annotated[int, typer.Option(help="Parallel worker processes.")] = 1,
@@ -182,36 +235,49 @@ def reproduce(
     device: Annotated[str, typer.Option(help="cpu or cuda.")] = "cpu",
     backend: Annotated[str, typer.Option(help="local or ray.")] = "local",
 ):
-    """Run a paper's table or figure (skipping finished runs) and write it beside the paper's values."""
-    from unmix.reproduce.zimmermann import reproduce as run_reproduce
+    """Run a paper's table or figure (skipping finished runs) and write it beside the paper's values.
+
+    Targets: zimmermann-table1, zimmermann-table2, zimmermann-fig2, zimmermann-table4,
+    reizinger-fig2, reizinger-fig3, reizinger-fig4, reizinger-fig5 (and any a registered paper adds)."""
+    from unmix.reproduce import reproduce as run_reproduce
+    from unmix.resolve import parse_overrides
+    from unmix.sweep import SweepInterrupted
 
     def done(oc) -> None:
         tag = "skip" if oc.skipped else ("[red]fail[/]" if oc.error else "done")
-        extra = (
-            (
-                f"R² {oc.summary['r2']:.4f} MCC {oc.summary['mcc']:.4f} "
-                f"({oc.summary['wall_time_s']:.0f} s)"
-            )
-            if oc.summary
-            else oc.error.splitlines()[0]
+        if oc.summary:
+            sm = oc.summary
+            scores = " ".join(f"{k} {sm[k]:.4f}" for k in _scalar_metrics(sm, oc.job.setting)[:3])
+            extra = f"{scores} ({sm['wall_time_s']:.1f} s)"
+        else:
+            extra = (oc.error or "").splitlines()[0] if oc.error else ""
+        console.print(
+            f"  {tag} {oc.job.setting.name} seed {oc.job.setting.seeds.train}: {extra}",
+            highlight=False,
         )
-        console.print(f"  {tag} {oc.job.setting.name} seed {oc.job.setting.seeds.train}: {extra}")
 
     try:
-        if target.startswith("reizinger"):
-            from unmix.reproduce.reizinger import reproduce as run_reizinger
-
-            report = run_reizinger(target, budget, seeds, workers, out, device, backend, done)
-        else:
-            report = run_reproduce(
-                target, budget, seeds, workers, out, baselines, device, backend, done
-            )
+        report = run_reproduce(
+            target,
+            budget,
+            seeds,
+            workers,
+            out,
+            baselines,
+            device,
+            backend,
+            done,
+            overrides=parse_overrides(overrides),
+        )
+    except SweepInterrupted as err:
+        err_console.print(str(err), markup=False, highlight=False)
+        raise typer.Exit(130) from None
     except UnmixError as err:
         _fail(err)
     console.print(report.markdown, markup=False, highlight=False)
     console.print(f"wrote {report.out}/{target}.md and .csv in {report.wall_time_s:.0f} s")
     if report.failures:
-        err_console.print("[red]failed runs:[/]\n" + "\n".join(report.failures))
+        err_console.print("failed runs:\n" + "\n".join(report.failures), markup=False)
         raise typer.Exit(1)
 
 
@@ -228,18 +294,19 @@ def render(
     n_test: Annotated[int | None, typer.Option(help="Test images (data.n_test).")] = None,
     size: Annotated[int | None, typer.Option(help="Image side in px (mixing.image_size).")] = None,
     data_seed: Annotated[int | None, typer.Option(help="Data seed (seeds.data).")] = None,
+    overrides: OverridesArg = None,
 ):
     """Pre-render the image data set a setting trains on (resumable; docs/data.md).
 
     The setting needs a renderer mixing (sprites, scenes3d) and a `data: {kind: rendered}`
     section, e.g. `unmix render zimmermann-table4-row1 --budget quick`."""
-    from unmix.budgets import load_with_budget
     from unmix.datasets import ensure_rendered
-    from unmix.experiment import build_mixing
+    from unmix.experiment import build_mixing_of
     from unmix.latents import build_latent_process
+    from unmix.seeds import data_stream
 
     try:
-        s = load_with_budget(setting, budget)
+        s = _resolve(setting, budget, overrides, {}).setting
         if s.data is None or s.data.kind != "rendered":
             raise ConfigError(
                 f"'{setting}' has no `data: {{kind: rendered}}` section, so there is nothing to "
@@ -253,9 +320,8 @@ def render(
             "seeds.data": data_seed,
         }
         s = s.replace(**{k: v for k, v in updates.items() if v is not None})
-        process = build_latent_process(s.latent, seed=s.seeds.data)
-        mixing = build_mixing(s.mixing, s.latent.dim, s.seeds.data)
-        out = ensure_rendered(s, process, mixing, progress=True)
+        process = build_latent_process(s.latent, seed=data_stream(s.seeds, "marginal_params"))
+        out = ensure_rendered(s, process, build_mixing_of(s), progress=True)
     except UnmixError as err:
         _fail(err)
     console.print(f"{s.data.n_train} + {s.data.n_test} images in {out} (train/, test/)")
@@ -266,23 +332,26 @@ def render(
 @app.command()
 def bench(
     setting: SettingArg = "zimmermann-table1-row1",
-    batch_size: Annotated[int, typer.Option(help="Batch size (paper: 6144).")] = 6144,
-    steps: Annotated[int, typer.Option(help="Timed steps (after 2 warm-up steps).")] = 5,
+    overrides: OverridesArg = None,
+    batch_size: Annotated[int, typer.Option(help="Batch size (paper: 6144).", min=2)] = 6144,
+    steps: Annotated[int, typer.Option(help="Timed steps (after 2 warm-up steps).", min=1)] = 5,
     device: Annotated[str, typer.Option(help="cpu or cuda.")] = "cpu",
 ):
     """Time training steps at the paper's architecture and batch size, stage by stage."""
     from unmix.bench import bench_steps
-    from unmix.settings import load_setting
 
     try:
-        r = bench_steps(load_setting(setting), batch_size, steps, device=device)
+        s = _resolve(setting, None, overrides, {}).setting
+        r = bench_steps(s, batch_size, steps, device=device)
     except UnmixError as err:
         _fail(err)
     stages = ", ".join(f"{k} {v:.3f}" for k, v in r.stages.items())
     console.print(
         f"{r.setting}: batch {r.batch_size} on {r.device} ({r.threads} threads): "
         f"{r.seconds_per_step:.3f} s/step = {r.steps_per_second:.2f} steps/s "
-        f"[{stages} s]"
+        f"[{stages} s]",
+        markup=False,
+        highlight=False,
     )
 
 

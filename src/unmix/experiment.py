@@ -212,7 +212,7 @@ class Experiment:
             if not finite and spec.kind != "vae":
                 out[spec.kind] = float("nan")
                 continue
-            value = METRICS.build(spec, z=z_np, z_hat=zh_np, experiment=self)
+            value = METRICS.build(spec, z=z_np, z_hat=zh_np, experiment=self, z_torch=z)
             out.update(_metric_values(spec.kind, value))
         return out
 

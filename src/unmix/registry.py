@@ -207,7 +207,9 @@ def _resolve_annotation(factory: Callable[..., Any], text: str) -> Any:
 
 
 def _camel(text: str) -> str:
-    return "".join(part.capitalize() for part in text.replace("+", "_").replace("-", "_").split("_"))
+    return "".join(
+        part.capitalize() for part in text.replace("+", "_").replace("-", "_").split("_")
+    )
 
 
 def _one_line_errors(err: Any) -> str:
@@ -234,8 +236,9 @@ MODELS = Registry("model", context=("in_dim", "out_dim", "seed", "image_shape", 
 """Models (encoders or VAEs). Context: input/output dimensions, init seed, image shape, mixing."""
 DATASETS = Registry("dataset", context=("setting", "process", "mixing"))
 """Finite data sets (``data: {kind: ...}``)."""
-METRICS = Registry("metric", context=("z", "z_hat", "experiment"))
-"""Metrics: ``metric(z, z_hat, ...) -> float | dict[str, float]`` (NumPy float64 arrays)."""
+METRICS = Registry("metric", context=("z", "z_hat", "experiment", "z_torch"))
+"""Metrics: ``metric(z, z_hat, ...) -> float | dict[str, float]`` (NumPy float64 arrays);
+``z_torch`` is the evaluation latents as the run's torch tensor, ``experiment`` the built run."""
 
 
 def register_mixing(name: str, **kw: Any):

@@ -94,8 +94,7 @@ def parse_overrides(items: list[str] | tuple[str, ...] | None) -> dict[str, Any]
         key = key.strip()
         if not sep or not key or any(not part for part in key.split(".")):
             raise ConfigError(
-                f"override '{item}' is not key=value: write e.g. train.lr=2e-3 or "
-                "objective.tau=0.5"
+                f"override '{item}' is not key=value: write e.g. train.lr=2e-3 or objective.tau=0.5"
             )
         try:
             value = yaml.safe_load(text) if text.strip() else None

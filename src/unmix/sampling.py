@@ -9,9 +9,10 @@ import numpy as np
 import torch
 
 from unmix.errors import ConfigError
-from unmix.experiment import build_mixing
+from unmix.experiment import build_mixing_of
 from unmix.latents import build_latent_process
 from unmix.runs import atomic_write_bytes
+from unmix.seeds import data_stream, torch_generator
 from unmix.settings import Setting
 
 
@@ -19,13 +20,15 @@ def sample_dataset(setting: Setting, n: int, seed: int | None = None) -> dict[st
     """``n`` positive pairs: arrays ``z``, ``z_pos``, ``x = g(z)``, ``x_pos = g(z_pos)``.
 
     The mixing g is fixed by the setting's data seed; ``seed`` (default: the data seed) drives the
-    latent draws.
+    latent draws (its ``data/sample`` stream).
     """
-    if n < 1:
-        raise ConfigError(f"--n must be >= 1, got {n}.")
-    process = build_latent_process(setting.latent, seed=setting.seeds.data)
-    mixing = build_mixing(setting.mixing, setting.latent.dim, setting.seeds.data)
-    g = torch.Generator().manual_seed(setting.seeds.data if seed is None else seed)
+    if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= 100_000_000:
+        raise ConfigError(f"--n must be a whole number in [1, 1e8], got {n}.")
+    process = build_latent_process(
+        setting.latent, seed=data_stream(setting.seeds, "marginal_params")
+    )
+    mixing = build_mixing_of(setting)
+    g = torch_generator(setting.seeds.data if seed is None else seed, "data/sample")
     z, z_pos = process.sample_pairs(n, g)
     with torch.no_grad():
         x, x_pos = mixing(z), mixing(z_pos)

@@ -30,11 +30,12 @@ DATA_STREAMS = (
     "render",
     "elbo_eval",
     "reference",
+    "sample",
 )
 """Streams of the data seed: mixing weights (a composed mixing's parts take ``mixing/0``,
 ``mixing/1`` …), evaluation latents, the draws that estimate the mean observation, the draws that
 fix the input standardisation, a marginal's random parameters (a Beta's shapes), the rendered data
-set, the evaluation ELBO's noise, and a reference sample (e.g. a finite data set's pairs)."""
+set, the evaluation ELBO's noise, a reference sample for reports, and ``unmix sample``'s draws."""
 TRAIN_STREAMS = ("init", "batches")
 """Streams of the training seed: the model's initialisation and the training batches."""
 

@@ -483,8 +483,10 @@ class Setting(_Strict):
 
     @classmethod
     def from_yaml(cls, path: str | Path) -> Setting:
+        from unmix.safeio import load_yaml
+
         path = Path(path)
-        data = _read_yaml(path)
+        data = load_yaml(path)
         if not isinstance(data, dict):
             raise ConfigError(f"{path} must hold a mapping (latent:, mixing:, model: ...).")
         return cls.from_dict(data)
@@ -515,41 +517,6 @@ def apply_updates(data: dict[str, Any], updates: dict[str, Any]) -> dict[str, An
             node.clear()
         node[leaf] = value
     return data
-
-
-def _read_yaml(path: Path) -> Any:
-    if path.is_dir():
-        raise ConfigError(f"{path} is a directory, not a setting file: give a .yaml file.")
-    try:
-        text = path.read_bytes().decode("utf-8")
-    except FileNotFoundError:
-        raise ConfigError(f"Setting file not found: {path}") from None
-    except UnicodeDecodeError:
-        raise ConfigError(f"{path} is not UTF-8 text: give a YAML setting file.") from None
-    except OSError as err:
-        raise ConfigError(f"cannot read {path}: {err.strerror}") from None
-    try:
-        return yaml.load(text, Loader=_UniqueKeyLoader)  # a SafeLoader: builds plain data only
-    except yaml.YAMLError as err:
-        raise ConfigError(f"{path} is not valid YAML: {' '.join(str(err).split())}") from None
-
-
-class _UniqueKeyLoader(yaml.SafeLoader):
-    """``yaml.SafeLoader`` that refuses duplicate keys in a mapping (a silent override is a bug)."""
-
-    def construct_mapping(self, node, deep=False):
-        seen = set()
-        for key_node, _ in node.value:
-            key = self.construct_object(key_node, deep=deep)
-            if key in seen:
-                raise yaml.constructor.ConstructorError(
-                    None,
-                    None,
-                    f"duplicate key '{key}' (line {key_node.start_mark.line + 1}): keep one",
-                    key_node.start_mark,
-                )
-            seen.add(key)
-        return super().construct_mapping(node, deep=deep)
 
 
 def format_validation_error(err: ValidationError) -> str:

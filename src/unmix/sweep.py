@@ -35,7 +35,7 @@ import time
 import traceback
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from multiprocessing.connection import Connection, wait
 from pathlib import Path
 from typing import Any
@@ -56,9 +56,13 @@ INTERRUPTED = "interrupted"
 
 @dataclass(frozen=True)
 class Job:
+    """One run of a sweep: a resolved setting, its run directory, the device, and the
+    provenance of its fields (written into ``manifest.json``)."""
+
     setting: Setting
     run_dir: Path
     device: str = "cpu"
+    provenance: dict[str, str] | None = field(default=None, compare=False, hash=False)
 
 
 @dataclass
@@ -93,7 +97,9 @@ def train_job(job: Job) -> dict[str, Any]:
     from unmix.train import train
 
     resume = (job.run_dir / runs.CHECKPOINT).exists()
-    return train(job.setting, job.run_dir, device=job.device, resume=resume).summary
+    return train(
+        job.setting, job.run_dir, device=job.device, resume=resume, provenance=job.provenance
+    ).summary
 
 
 Result = tuple[dict[str, Any] | None, str | None, bool]  # (summary, error, skipped)

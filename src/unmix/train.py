@@ -85,9 +85,32 @@ def train(
     threads_before = torch.get_num_threads()
     torch.set_num_threads(setting.train.threads)
     try:
-        return _train(setting, out_dir, device, resume, progress, on_eval, provenance)
+        if out_dir is None:
+            return _train(setting, None, device, resume, progress, on_eval, provenance)
+        run_dir = _prepare_run_dir(Path(out_dir))
+        with runs.run_lock(run_dir):  # a second process on this directory is refused
+            runs.clean_temp_files(run_dir)  # left by a write that was killed
+            return _train(setting, run_dir, device, resume, progress, on_eval, provenance)
     finally:
         torch.set_num_threads(threads_before)
+
+
+def _prepare_run_dir(path: Path) -> Path:
+    """``path`` created as a directory, or one readable ConfigError naming it."""
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        probe = path / ".write-test"
+        probe.touch()
+        probe.unlink()
+    except FileExistsError:
+        raise ConfigError(f"--out {path} is a file (or under one): give a directory.") from None
+    except NotADirectoryError:
+        raise ConfigError(f"--out {path} is under a file: give a directory.") from None
+    except OSError as err:
+        raise ConfigError(
+            f"--out {path} cannot be written ({err.strerror}): choose another directory."
+        ) from None
+    return path
 
 
 def _train(setting, out_dir, device, resume, progress, on_eval, provenance) -> RunResult:

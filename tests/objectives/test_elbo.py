@@ -1,7 +1,7 @@
 """The VAE's ELBO (paper 004, eq. (1)) against closed forms, scipy quadrature and log p(x).
 
 References: torch.distributions for the Gaussian pieces; the closed-form linear-Gaussian ELBO and
-evidence of :mod:`unmix.verify.ima` (independent code); a 1-d model with a uniform or Beta prior
+evidence of :mod:`unmix.papers.reizinger.checks` (independent code); a 1-d model with a uniform or Beta prior
 whose log p(x) and ELBO are computed by ``scipy.integrate.quad``.
 """
 
@@ -22,7 +22,7 @@ from unmix.objectives.elbo import (
     kl_divergence,
     kl_standard_normal,
 )
-from unmix.verify import ima
+from unmix.papers.reizinger import checks as ima
 
 D64 = torch.float64
 GAP_MAX = 0.01  # measured 0.0009 (uniform) and 0.0007 (Beta(2, 3))
@@ -86,7 +86,7 @@ def test_box_prior_kl_matches_quadrature(kind, a, b, mu, sigma):
 
 def test_linear_gaussian_elbo_estimator_matches_closed_form_and_bounds_log_px():
     """Linear decoder A, Gaussian prior N(0, I): the MC ELBO agrees with the closed form of
-    :func:`unmix.verify.ima.elbo` within 4 standard errors, and is below log p(x)."""
+    :func:`unmix.papers.reizinger.checks.elbo` within 4 standard errors, and is below log p(x)."""
     rng = np.random.default_rng(1)
     d, gamma2 = 3, 50.0
     a = torch.from_numpy(rng.normal(size=(d, d)))

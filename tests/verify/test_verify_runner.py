@@ -9,13 +9,16 @@ import numpy as np
 import pytest
 
 from unmix.errors import ConfigError
-from unmix.verify import GROUPS, CheckResult, check_names, ima, run_checks, wang_isola, zimmermann
+from unmix.papers.reizinger import checks as ima
+from unmix.papers.wang_isola import checks as wang_isola
+from unmix.papers.zimmermann import checks as zimmermann
+from unmix.verify import GROUPS, CheckResult, check_names, run_checks
 from unmix.verify.checks import fit_loglog_slope, rng_for
 from unmix.verify.plots import write_figures
 
 
 def test_groups_and_names():
-    assert GROUPS == ("wang-isola", "zimmermann", "ima")
+    assert tuple(GROUPS) == ("wang-isola", "zimmermann", "ima")
     names = check_names("all")
     assert len(names) == len(wang_isola.CHECKS) + len(zimmermann.CHECKS) + len(ima.CHECKS)
     assert all(n.split("/")[0] in GROUPS for n in names)

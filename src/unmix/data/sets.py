@@ -137,4 +137,6 @@ def threedident(setting: Any, *, root: str | None = None):
     from unmix.data.threedident import ThreeDIdent
 
     path = Path(root).expanduser()
-    return UnitLatents(ThreeDIdent(path, split="train")), UnitLatents(ThreeDIdent(path, split="test"))
+    return UnitLatents(ThreeDIdent(path, split="train")), UnitLatents(
+        ThreeDIdent(path, split="test")
+    )

@@ -33,7 +33,7 @@ GROUND_TRUTH_METRICS = ("log_px", "l_ima", "gap")
 
 @register_metric("vae")
 @torch.no_grad()
-def vae_metrics(experiment, *, chunk: int = 8192) -> dict[str, float]:
+def vae_metrics(z_torch, experiment, *, chunk: int = 8192) -> dict[str, float]:
     r"""Scores of a VAE on the run's evaluation latents z (x = g(z)); paper 004, Secs. 3–4.
 
     The generic metrics (``r2``, ``mcc`` …) score the VAE's **posterior means**
@@ -60,8 +60,7 @@ def vae_metrics(experiment, *, chunk: int = 8192) -> dict[str, float]:
     from unmix.metrics.c_ima import batched_jacobian, c_ima_from_jacobian
     from unmix.metrics.mcc import mcc
 
-    exp = experiment
-    z = exp.eval_data()
+    exp, z = experiment, z_torch
     vae, objective = exp.encoder, exp.objective
     was_training = vae.training
     vae.eval()

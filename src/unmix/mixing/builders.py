@@ -220,4 +220,3 @@ def build_mixing(
         z = sample_latents(spec.center_samples, gen)
         offset = torch.cat([g(c).double() for c in z.split(8192)]).mean(0)
     return Centred(g, offset.to(torch.get_default_dtype()))
-

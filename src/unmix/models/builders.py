@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Annotated, Any, Literal
 
 import torch
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator, model_validator
 from torch import nn
 
 from unmix.errors import ConfigError
@@ -113,6 +113,11 @@ class VAEModelSpec(SpecBase):
     hidden: Hidden = (10, 50, 50, 50, 50, 10)
     negative_slope: Annotated[float, Field(ge=0, le=1)] = 0.01
     vae: VAESpec = VAESpec()
+
+    @field_validator("vae", mode="before")
+    @classmethod
+    def _default_vae(cls, value: Any) -> Any:
+        return VAESpec() if value is None else value
 
     @model_validator(mode="after")
     def _check(self) -> VAEModelSpec:

@@ -133,8 +133,7 @@ def get_target(name: str) -> Target:
         return TARGETS[name]
     except KeyError:
         raise ConfigError(
-            f"Unknown target '{name}'.{_hint(name, TARGETS)} Choose one of: "
-            f"{', '.join(TARGETS)}."
+            f"Unknown target '{name}'.{_hint(name, TARGETS)} Choose one of: {', '.join(TARGETS)}."
         ) from None
 
 

@@ -94,7 +94,9 @@ def reproduce(
     t0 = time.perf_counter()
     tgt: Target = get_target(target)
     items = plan(target, budget, seeds, out, baselines, device, overrides)
-    outcomes = run_jobs([job for *_, job in items], workers=workers, backend=backend, on_done=on_done)
+    outcomes = run_jobs(
+        [job for *_, job in items], workers=workers, backend=backend, on_done=on_done
+    )
 
     def row(i: int, summary: dict[str, Any]) -> dict[str, Any]:
         run, resolved, job = items[i]

@@ -57,6 +57,7 @@ def register_checks(
         raise ConfigError(f"verify group '{group}' is registered already: pass replace=True")
     CHECKS[group] = list(checks)
 
+
 #: z-value of a two-sided 95% interval (reported CIs) and of the 99.9% band used in pass criteria.
 Z95 = 1.959963984540054
 Z999 = 3.2905267314919255

@@ -174,13 +174,13 @@ def build_presets() -> dict[str, Preset]:
     )
     add(
         Preset(
-        "reizinger-fig5",
-        _fig5_setting(),
-        f"{PAPER_004}, Fig. 5 / Sec. 4.3, Sprites, γ² = 1",
-        "mcc",
-        {f"mcc_{k}": (v, 0.0) for k, v in FIG5_PAPER_MCC.items()},
-        "reizinger-fig5",
-    )
+            "reizinger-fig5",
+            _fig5_setting(),
+            f"{PAPER_004}, Fig. 5 / Sec. 4.3, Sprites, γ² = 1",
+            "mcc",
+            {f"mcc_{k}": (v, 0.0) for k, v in FIG5_PAPER_MCC.items()},
+            "reizinger-fig5",
+        )
     )
     return out
 

@@ -17,21 +17,19 @@ run), then writes ``<target>.csv`` (one row per run with every metric of
   :math:`C_{IMA}` against :math:`\gamma^2` for the Möbius mixing; right: MCC against the
   :math:`c_{IMA}` of the volume-preserving linear map applied after the Möbius map
   (:data:`LINEAR_MAPS_PER_SEED` maps per requested seed, one per data seed).
-* **reizinger-fig5** (Sec. 4.3, Sprites) — see :mod:`unmix.reproduce.reizinger_images`.
+* **reizinger-fig5** (Sec. 4.3, Sprites) — see :mod:`unmix.papers.reizinger.images`.
 * **reizinger-fig4** (Sec. 4.2) — the decoder fixed to the ground-truth triangular MLP; per
   :math:`\gamma^2`: :math:`\log p(x)` (change of variables, eq. (4)), the IMA-regularised
   :math:`\mathcal L_{IMA} = \log p(x) - C_{IMA}` and the trained :math:`\mathrm{ELBO}^*`, averaged
   over the evaluation data; Theorem 1 predicts :math:`\log p(x) - \mathrm{ELBO}^* \to C_{IMA}`.
 
-Budgets: ``smoke`` and ``quick`` as in :mod:`unmix.budgets` (``quick`` with each preset's own
+Budgets: ``smoke`` and ``quick`` as in :mod:`unmix.resolve` (``quick`` with the paper's own
 recipe, :func:`unmix.papers.reizinger.budget_rule`); ``paper`` here means the reference's
 optimiser (:data:`PAPER_OVERRIDES`: Adam, lr 1e-3, batch 64, 120,000 steps), not paper 000's.
 """
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -203,7 +201,7 @@ def refined_elbo(
         mu0, lv0 = vae.encode(exp.mixing(z))
     mu = mu0.double().clone().requires_grad_(True)
     lv = lv0.double().clone().requires_grad_(True)
-    gen = torch.Generator().manual_seed(exp.setting.seeds.data + 5_000_011)
+    gen = exp.stream_generator("data/reference")
     eps = torch.randn((samples, *mu.shape), generator=gen, dtype=torch.float64)
 
     def elbo_of(m, v, e):

@@ -38,8 +38,8 @@ The finite-:math:`M` loss is simulated with real vectors on :math:`S^2` (uniform
 normalised
 Gaussians, positives from :class:`unmix.distributions.vmf.VonMisesFisher`), and its bias is
 estimated
-with the control-variate estimator of :mod:`unmix.verify.wang_isola`
-(:func:`~unmix.verify.wang_isola.per_replicate`; the exact per-anchor :math:`\log m` is
+with the control-variate estimator of :mod:`unmix.papers.wang_isola.checks`
+(:func:`~unmix.papers.wang_isola.checks.per_replicate`; the exact per-anchor :math:`\log m` is
 :math:`\log(\sinh\kappa'/\kappa')` for every map here because each pushes the uniform measure to
 itself).
 """
@@ -52,8 +52,6 @@ from functools import lru_cache
 import numpy as np
 import torch
 
-from unmix.special import log_sphere_area
-from unmix.verify.checks import Z999, CheckResult, rng_for
 from unmix.papers.wang_isola.checks import (
     assess_rate,
     log_c3,
@@ -62,6 +60,8 @@ from unmix.papers.wang_isola.checks import (
     per_replicate,
     theorem1_uniform_terms,
 )
+from unmix.special import log_sphere_area
+from unmix.verify.checks import Z999, CheckResult, rng_for
 
 GROUP = "zimmermann"
 LOG_AREA_S2 = log_sphere_area(3)  # log 4π
@@ -203,7 +203,7 @@ def check_limit_is_vmf_entropy(
     :math:`O(1/M)`.
 
     Measured: the plain Monte-Carlo estimate at the largest :math:`M` minus :math:`H_{vMF}`.
-    Criteria (as in :func:`unmix.verify.wang_isola.assess_rate`): plain estimate within 3.29 SE (+
+    Criteria (as in :func:`unmix.papers.wang_isola.checks.assess_rate`): plain estimate within 3.29 SE (+
     the
     predicted bias :math:`|c_1|/M`) of :math:`H_{vMF}`; bias slope :math:`-1` within 3.29 SE and
     excluding :math:`-1/2`; :math:`M\cdot`bias matching the delta-method :math:`c_1` within 3.29 SE.

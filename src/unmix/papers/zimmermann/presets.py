@@ -14,7 +14,7 @@ Names say table and row: ``zimmermann-table1-row1`` … ``zimmermann-table1-row1
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Literal
 
 from unmix.papers.base import Preset
 from unmix.settings import Setting

@@ -1,4 +1,4 @@
-"""Tests of unmix.verify.zimmermann: both checks pass (reduced sizes); the twist is
+"""Tests of unmix.papers.zimmermann.checks: both checks pass (reduced sizes); the twist is
 area-preserving but not an isometry; the closed forms match the shared vMF class / Monte Carlo."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import torch
 from scipy import stats
 
 from unmix.distributions.vmf import VonMisesFisher
-from unmix.verify import zimmermann as zm
+from unmix.papers.zimmermann import checks as zm
 
 SMALL = {"replicates": 500, "log2_m": (4, 10)}
 

@@ -1,4 +1,4 @@
-"""Tests of unmix.verify.ima: the three checks pass, and the ELBO, evidence, variance formula and
+"""Tests of unmix.papers.reizinger.checks: the three checks pass, and the ELBO, evidence, variance formula and
 gap expansion match independent references (Monte Carlo, scipy, the exact posterior)."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import pytest
 import torch
 from scipy import stats
 
-from unmix.verify import ima
+from unmix.papers.reizinger import checks as ima
 
 
 def test_check_posterior_variances():

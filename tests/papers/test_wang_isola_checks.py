@@ -1,4 +1,4 @@
-"""Tests of unmix.verify.wang_isola: every check passes (reduced sizes), and every helper formula
+"""Tests of unmix.papers.wang_isola.checks: every check passes (reduced sizes), and every helper formula
 matches an independent reference (scipy quadrature, the shared vMF class, Monte Carlo with k·SE
 bounds, finite differences, loop-based references)."""
 
@@ -14,7 +14,7 @@ from scipy import integrate, stats
 from unmix.distributions.vmf import VonMisesFisher, vmf_mean_resultant_length
 from unmix.metrics.align_uniform import uniform_loss, uniformity_term
 from unmix.special import vmf_log_normalizer
-from unmix.verify import wang_isola as wi
+from unmix.papers.wang_isola import checks as wi
 
 # ---------------------------------------------------------------- the checks, at reduced size
 

@@ -7,22 +7,27 @@ import pytest
 import torch
 from typer.testing import CliRunner
 
-from unmix import presets
+from unmix import papers as presets
 from unmix.cli import app
 from unmix.metrics import c_ima_from_jacobian
 from unmix.mixing import VolumePreservingLinear
-from unmix.presets_reizinger import GAMMA2S
-from unmix.reproduce.reizinger import (
+from unmix.papers.reizinger.presets import GAMMA2S
+from unmix.papers.reizinger.reports import (
     LINEAR_MAPS_PER_SEED,
     TARGETS,
     eq12_sides,
     linear_map_c_ima,
     load_trained,
-    plan,
-    preset_setting,
     refined_elbo,
 )
+from unmix.reproduce import plan
+from unmix.resolve import resolve
 from unmix.train import train
+
+
+def preset_setting(preset, budget: str, seed: int):
+    """The preset's setting under ``budget`` with data and training seed ``seed``."""
+    return resolve(preset.name, budget, seeds={"data": seed, "train": seed}).setting
 
 runner = CliRunner()
 
@@ -67,9 +72,10 @@ def test_plan_counts_and_run_dirs(tmp_path):
 
 def test_linear_map_c_ima_is_that_of_the_volume_preserving_matrix():
     s = preset_setting(presets.get("reizinger-fig3-moebius-linear"), "smoke", 2)
-    from unmix.experiment import LINEAR_STREAM
+    from unmix.seeds import data_stream, stream_seed
 
-    m = VolumePreservingLinear(3, seed=2 + LINEAR_STREAM, dtype=torch.float64).matrix
+    seed = stream_seed(data_stream(s.seeds, "mixing"), "moebius+linear/linear")
+    m = VolumePreservingLinear(3, seed=seed, dtype=torch.float64).matrix
     assert linear_map_c_ima(s) == pytest.approx(float(c_ima_from_jacobian(m)), rel=1e-6)
     assert abs(float(torch.linalg.det(m))) == pytest.approx(1.0, rel=1e-9)
 
