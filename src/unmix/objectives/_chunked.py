@@ -97,7 +97,11 @@ class DotKernel:
 
 
 class PowerKernel:
-    r"""``s(a, c) = −(Σ_k |a_k − c_k|^p)^{q/p} / τ`` from explicit difference blocks."""
+    r"""``s(a, c) = −(Σ_k |a_k − c_k|^p)^{q/p} / τ`` from explicit difference blocks.
+
+    A block against ``N`` candidates is laid out ``(rows, n, N)`` (candidates innermost: the sums
+    over the ``n`` features and over the candidates then run along contiguous rows); per-anchor
+    negatives ``(rows, M, n)``, as given."""
 
     def __init__(self, p: float, q: float, tau: float) -> None:
         self.p, self.q, self.tau = p, q, tau
@@ -106,7 +110,7 @@ class PowerKernel:
         return max(1, DIFF_BLOCK_ELEMENTS // max(1, max(n_cols, m_per_anchor) * n))
 
     def prepare(self, c: torch.Tensor):
-        return None
+        return c.T.contiguous()  # (n, N)
 
     def _finish_(self, s: torch.Tensor) -> torch.Tensor:
         """In place: ``−s^{q/p}/τ`` (``s`` kept ≥ tiny first when ``q < p``)."""
@@ -116,31 +120,27 @@ class PowerKernel:
             s.pow_(self.q / self.p)
         return s.mul_(-1.0 / self.tau)
 
-    def _power_sum(self, d: torch.Tensor) -> torch.Tensor:
-        return _abs_pow(d, self.p).sum(dim=-1)
-
-    def _sum_and_slope_(self, d: torch.Tensor, x, c):
-        """``S = Σ_k |d_k|^p`` and the slope ``p·sign(d)|d|^(p-1)``, reusing ``d``'s memory."""
+    def _sum_and_slope_(self, d: torch.Tensor, kdim: int, s=None):
+        """``S = Σ_k |d_k|^p`` (summed over ``kdim``; given as ``s`` if already known) and the
+        slope ``p·sign(d)|d|^(p-1)``, reusing ``d``'s memory."""
         p = self.p
         if p == 1.0:
-            s = torch.cdist(x, c, p=1.0) if c is not None else d.abs().sum(dim=-1)
-            return s, d.sign_()
+            return (d.abs().sum(dim=kdim) if s is None else s), d.sign_()
         if p == 2.0:
-            return (d * d).sum(dim=-1), d.mul_(2.0)
+            return (d * d).sum(dim=kdim), d.mul_(2.0)
         if p == 3.0:
             u = d.abs().mul_(d)  # d|d|
-            s = (u * d).sum(dim=-1)  # |d|³
-            return s, u.mul_(3.0)
+            return (u * d).sum(dim=kdim), u.mul_(3.0)  # |d|³ summed; 3d|d|
         ad = d.abs()
         if p < 1:  # |d|^p has an infinite slope at 0 for p < 1: keep |d| away from exact 0.
             ad.clamp_min_(torch.finfo(d.dtype).tiny)
-        s = ad.pow(p).sum(dim=-1)
+        s = ad.pow(p).sum(dim=kdim)
         return s, ad.pow_(p - 1.0).mul_(d.sign_()).mul_(p)
 
-    def _block_weights(self, d, x, c, lse, g, floor, diag):
-        """Weights ``g·softmax·∂s/∂S`` of the difference block ``d`` (destroyed) times the slope
-        of ``|d|^p``: the ``(rows, N, n)`` block whose sums give the gradients."""
-        s, slope = self._sum_and_slope_(d, x, c)
+    def _block_weights(self, d, kdim, lse, g, floor, diag, s=None):
+        """``g·softmax·∂s/∂S`` of the difference block ``d`` (destroyed) times the slope of
+        ``|d|^p``: the block whose sums give the gradients."""
+        s, slope = self._sum_and_slope_(d, kdim, s)
         w = self._finish_(s.clone())
         _weights_(w, lse, g, floor, diag)
         if self.q == self.p:
@@ -151,27 +151,28 @@ class PowerKernel:
             if self.q < self.p:  # the clamp at tiny: no gradient through exact ties
                 factor.masked_fill_(s < tiny, 0.0)
             w.mul_(factor)
-        return slope.mul_(w.unsqueeze(2))
+        return slope.mul_(w.unsqueeze(kdim))
 
     def logits(self, x, c, aux):
         if self.p == 1.0:
             # torch.cdist fuses difference, abs and sum for p = 1 (no (rows, N, n) buffer).
             s = torch.cdist(x, c, p=1.0)
         else:
-            s = self._power_sum(x.unsqueeze(1) - c.unsqueeze(0))
+            s = _abs_pow(x.unsqueeze(2) - aux.unsqueeze(0), self.p).sum(dim=1)
         return self._finish_(s)
 
     def backward_block(self, x, c, aux, lse, g, floor, diag, gx, gc) -> None:
-        ws = self._block_weights(x.unsqueeze(1) - c.unsqueeze(0), x, c, lse, g, floor, diag)
-        gx.add_(ws.sum(dim=1))
+        s = torch.cdist(x, c, p=1.0) if self.p == 1.0 else None  # as in the forward
+        ws = self._block_weights(x.unsqueeze(2) - aux.unsqueeze(0), 1, lse, g, floor, diag, s)
+        gx.add_(ws.sum(dim=2))
         if gc is not None:
-            gc.sub_(ws.sum(dim=0))
+            gc.sub_(ws.sum(dim=0).T)
 
     def logits_per_anchor(self, x, neg):
-        return self._finish_(self._power_sum(x.unsqueeze(1) - neg))
+        return self._finish_(_abs_pow(x.unsqueeze(1) - neg, self.p).sum(dim=2))
 
     def backward_per_anchor(self, x, neg, lse, g, floor, gx, gneg) -> None:
-        ws = self._block_weights(x.unsqueeze(1) - neg, x, None, lse, g, floor, None)
+        ws = self._block_weights(x.unsqueeze(1) - neg, 2, lse, g, floor, None)
         gx.add_(ws.sum(dim=1))
         if gneg is not None:
             torch.neg(ws, out=gneg)
