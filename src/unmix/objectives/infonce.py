@@ -61,6 +61,7 @@ from pydantic import Field, model_validator
 from torch import nn
 
 from unmix.errors import ConfigError
+from unmix.objectives import _chunked
 from unmix.registry import SpecBase, register_objective
 
 __all__ = ["InfoNCE", "LpInfoNCE"]
@@ -117,6 +118,7 @@ class _ContrastiveLoss(nn.Module):
         same_view_negatives: bool = False,
         include_self: bool = False,
         symmetric: bool = False,
+        fused: bool = True,
     ) -> None:
         super().__init__()
         owner = type(self).__name__
@@ -149,6 +151,7 @@ class _ContrastiveLoss(nn.Module):
         self.same_view_negatives = bool(same_view_negatives)
         self.include_self = bool(include_self)
         self.symmetric = bool(symmetric)
+        self.fused = bool(fused)
 
     # --- similarities, to be defined by subclasses (all already divided by tau) -----------------
     def pair_logits(self, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
@@ -219,9 +222,39 @@ class _ContrastiveLoss(nn.Module):
                     f"{tuple(getattr(h_neg, 'shape', ()))}."
                 )
 
+    def _fused_kernel(self):
+        """The similarity kernel of the fused path (see :mod:`unmix.objectives._chunked`)."""
+        raise NotImplementedError
+
+    def _one_direction_fused(
+        self, a: torch.Tensor, b: torch.Tensor, neg: torch.Tensor | None
+    ) -> torch.Tensor:
+        # Per anchor: a chunked logsumexp over every candidate (never a B × B tensor, in forward
+        # or backward); the positive's (and self pair's) logits are computed exactly here and
+        # enter as extra per-anchor logits.
+        pos = self.pair_logits(a, b)
+        extras = [pos]
+        in_batch = self.negatives == "in_batch"
+        if in_batch and self.include_self:
+            extras.append(self.pair_logits(a, a))
+        lse = _chunked.chunked_lse(
+            self._fused_kernel(),
+            a,
+            b,
+            None if in_batch else neg,
+            torch.stack(extras, dim=1),
+            cross=in_batch and self.cross_view_negatives,
+            same=in_batch and self.same_view_negatives,
+            rows=getattr(self, "chunk_size", None),
+            floor=_LSE_FLOOR,
+        )
+        return (lse - pos).mean()
+
     def _one_direction(
         self, a: torch.Tensor, b: torch.Tensor, neg: torch.Tensor | None
     ) -> torch.Tensor:
+        if self.fused:
+            return self._one_direction_fused(a, b, neg)
         # Per anchor: logsumexp over all candidates minus the positive's logit. Blocks are reduced
         # separately and combined with logaddexp, so no (B, #candidates) tensor is concatenated.
         pos = self.pair_logits(a, b)
@@ -286,6 +319,9 @@ class InfoNCE(_ContrastiveLoss):
         same_view_negatives: in-batch: the other anchors ``h[j]``, ``j != i`` (SimCLR).
         include_self: in-batch: also ``s(h_i, h_i)`` (the reference code's quirk; off).
         symmetric: average with the loss of the swapped views.
+        fused: compute the loss with the chunked, fused logsumexp of
+            :mod:`unmix.objectives._chunked` (default; autograd stores ``O(B·n)``, never a
+            ``B × B`` tensor); ``False`` materialises the logits (the earlier path, for comparison).
 
     ``forward(h, h_pos, h_neg=None)`` returns the mean loss over the batch.
     """
@@ -298,6 +334,9 @@ class InfoNCE(_ContrastiveLoss):
 
     def negative_logits(self, a: torch.Tensor, neg: torch.Tensor) -> torch.Tensor:
         return torch.einsum("bn,bmn->bm", a, neg) / self.tau
+
+    def _fused_kernel(self):
+        return _chunked.DotKernel(self.tau)
 
 
 class LpInfoNCE(_ContrastiveLoss):
@@ -330,7 +369,11 @@ class LpInfoNCE(_ContrastiveLoss):
         tau: temperature :math:`\tau > 0` (the paper uses 1).
         negatives, cross_view_negatives, same_view_negatives, include_self, symmetric: as in
             :class:`InfoNCE` (see the module docstring).
-        chunk_size: rows per block for the general-``p`` path; ``None`` = automatic.
+        chunk_size: rows per block for the general-``p`` path (and, with ``fused``, of every
+            path); ``None`` = automatic.
+        fused: as in :class:`InfoNCE`: by default the loss is a chunked logsumexp whose backward
+            recomputes each block of logits, so neither the ``B × B`` logits nor any ``B × B × n``
+            block is stored; ``False`` uses the path described above.
     """
 
     def __init__(
@@ -345,6 +388,7 @@ class LpInfoNCE(_ContrastiveLoss):
         include_self: bool = False,
         symmetric: bool = False,
         chunk_size: int | None = None,
+        fused: bool = True,
     ) -> None:
         super().__init__(
             tau,
@@ -353,6 +397,7 @@ class LpInfoNCE(_ContrastiveLoss):
             same_view_negatives=same_view_negatives,
             include_self=include_self,
             symmetric=symmetric,
+            fused=fused,
         )
         for name, v in (("p", p), ("q", q)):
             if v is not None:
@@ -411,6 +456,11 @@ class LpInfoNCE(_ContrastiveLoss):
             sq = sq.clamp_min(0.0)
             return sq * (-1.0 / self.tau)
         return self._finish(self._pairwise_power_sum(a, b))
+
+    def _fused_kernel(self):
+        if self.p == 2.0 and self.q == 2.0:
+            return _chunked.SqL2Kernel(self.tau)
+        return _chunked.PowerKernel(self.p, self.q, self.tau)
 
     def _pairwise_power_sum(self, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
         if self.p == 1.0:

@@ -1,0 +1,328 @@
+r"""Fused, chunked ``logsumexp`` over the candidates of a contrastive loss (one direction).
+
+For anchors ``a`` ``(B, n)`` the function :func:`chunked_lse` returns, per anchor ``i``,
+
+.. math::
+
+    \mathrm{lse}_i = \log\Bigl(\sum_e e^{x_{ie}}
+        + [\text{cross}] \sum_{j \ne i} e^{s(a_i, b_j)}
+        + [\text{same}] \sum_{j \ne i} e^{s(a_i, a_j)}
+        + \sum_m e^{s(a_i, \nu_m)}\Bigr),
+
+where ``x`` ``(B, E)`` are per-anchor extra logits computed by the caller with ordinary autograd
+(the positive's exact logit and, optionally, the self pair's), ``b`` ``(B, n)`` the positives and
+``ν`` the external negatives, shared ``(M, n)`` or per anchor ``(B, M, n)``.
+
+Anchors are processed in blocks of rows. Each block's logits against one candidate set are formed
+(a matmul for the dot product and ``‖·‖₂²``, explicit ``(rows, N, n)`` differences otherwise),
+folded into a streaming max + sum, and discarded. The backward pass recomputes every block's
+logits from the saved inputs and the saved ``lse`` (softmax weights ``e^{s - lse}``) and
+accumulates the gradients of anchors, positives, negatives and extras. Autograd therefore holds
+``O(B·n)`` (the inputs and ``lse``), never a ``B × B`` tensor.
+
+Terms more than ``floor`` nats below the running row maximum are clamped to ``e^{-floor}`` relative
+to it before ``exp`` (as ``_logsumexp`` of :mod:`unmix.objectives.infonce` does); their softmax
+weights in the backward are clamped the same way (at most ``e^{-floor}`` instead of their exact,
+smaller value). The masked diagonals (``j = i``) contribute exactly 0.
+"""
+
+from __future__ import annotations
+
+import torch
+
+#: Bound on the elements of one ``(rows, N)`` logits block of the matmul kernels. A block of this
+#: size stays in the CPU cache while it is shifted, exponentiated and summed.
+LOGIT_BLOCK_ELEMENTS = 2**18
+
+#: Bound on the elements of one ``(rows, N, n)`` difference block of the general-``p`` kernel.
+DIFF_BLOCK_ELEMENTS = 2**19
+
+
+def _abs_pow(d: torch.Tensor, p: float) -> torch.Tensor:
+    """``|d|^p`` (``|d|`` kept ≥ tiny for ``p < 1``, whose slope is infinite at 0)."""
+    if p == 2.0:
+        return d * d
+    ad = d.abs()
+    if p == 1.0:
+        return ad
+    if p == 3.0:
+        return ad.mul_(d).mul_(d)
+    if p < 1:
+        ad.clamp_min_(torch.finfo(d.dtype).tiny)
+    return ad.pow_(p)
+
+
+def _weights_(x: torch.Tensor, lse: torch.Tensor, g: torch.Tensor, floor: float, diag) -> None:
+    """In place: ``x ← g · e^{max(x − lse, −floor)}`` with the diagonal at offset ``diag`` → 0."""
+    x.sub_(lse.unsqueeze(1)).clamp_min_(-floor).exp_().mul_(g.unsqueeze(1))
+    if diag is not None:
+        x.diagonal(diag).zero_()
+
+
+class DotKernel:
+    """``s(a, c) = aᵀc / τ``."""
+
+    def __init__(self, tau: float) -> None:
+        self.tau = tau
+
+    def max_rows(self, n_cols: int, n: int, m_per_anchor: int) -> int:
+        rows = LOGIT_BLOCK_ELEMENTS // max(1, n_cols)
+        if m_per_anchor:
+            rows = min(rows, DIFF_BLOCK_ELEMENTS // max(1, m_per_anchor * n))
+        return max(1, rows)
+
+    def prepare(self, c: torch.Tensor):
+        return None
+
+    def logits(self, x, c, aux):
+        return torch.mm(x, c.T).div_(self.tau)
+
+    def backward_block(self, x, c, aux, lse, g, floor, diag, gx, gc) -> None:
+        w = self.logits(x, c, aux)
+        _weights_(w, lse, g, floor, diag)
+        gx.addmm_(w, c, alpha=1.0 / self.tau)
+        if gc is not None:
+            gc.addmm_(w.T, x, alpha=1.0 / self.tau)
+
+    def logits_per_anchor(self, x, neg):
+        return torch.bmm(neg, x.unsqueeze(2)).squeeze(2).div_(self.tau)
+
+    def backward_per_anchor(self, x, neg, lse, g, floor, gx, gneg) -> None:
+        w = self.logits_per_anchor(x, neg)
+        _weights_(w, lse, g, floor, None)
+        w.div_(self.tau)
+        gx.add_(torch.bmm(w.unsqueeze(1), neg).squeeze(1))
+        if gneg is not None:
+            gneg.copy_(w.unsqueeze(2) * x.unsqueeze(1))
+
+
+class PowerKernel:
+    r"""``s(a, c) = −(Σ_k |a_k − c_k|^p)^{q/p} / τ`` from explicit difference blocks.
+
+    A block against ``N`` candidates is laid out ``(rows, n, N)`` (candidates innermost: the sums
+    over the ``n`` features and over the candidates then run along contiguous rows); per-anchor
+    negatives ``(rows, M, n)``, as given."""
+
+    def __init__(self, p: float, q: float, tau: float) -> None:
+        self.p, self.q, self.tau = p, q, tau
+
+    def max_rows(self, n_cols: int, n: int, m_per_anchor: int) -> int:
+        return max(1, DIFF_BLOCK_ELEMENTS // max(1, max(n_cols, m_per_anchor) * n))
+
+    def prepare(self, c: torch.Tensor):
+        return c.T.contiguous()  # (n, N)
+
+    def _finish_(self, s: torch.Tensor) -> torch.Tensor:
+        """In place: ``−s^{q/p}/τ`` (``s`` kept ≥ tiny first when ``q < p``)."""
+        if self.q != self.p:
+            if self.q < self.p:
+                s.clamp_min_(torch.finfo(s.dtype).tiny)
+            s.pow_(self.q / self.p)
+        return s.mul_(-1.0 / self.tau)
+
+    def _sum_and_slope_(self, d: torch.Tensor, kdim: int, s=None):
+        """``S = Σ_k |d_k|^p`` (summed over ``kdim``; given as ``s`` if already known) and the
+        slope ``p·sign(d)|d|^(p-1)``, reusing ``d``'s memory."""
+        p = self.p
+        if p == 1.0:
+            return (d.abs().sum(dim=kdim) if s is None else s), d.sign_()
+        if p == 2.0:
+            return (d * d).sum(dim=kdim), d.mul_(2.0)
+        if p == 3.0:
+            u = d.abs().mul_(d)  # d|d|
+            return (u * d).sum(dim=kdim), u.mul_(3.0)  # |d|³ summed; 3d|d|
+        ad = d.abs()
+        if p < 1:  # |d|^p has an infinite slope at 0 for p < 1: keep |d| away from exact 0.
+            ad.clamp_min_(torch.finfo(d.dtype).tiny)
+        s = ad.pow(p).sum(dim=kdim)
+        return s, ad.pow_(p - 1.0).mul_(d.sign_()).mul_(p)
+
+    def _block_weights(self, d, kdim, lse, g, floor, diag, s=None):
+        """``g·softmax·∂s/∂S`` of the difference block ``d`` (destroyed) times the slope of
+        ``|d|^p``: the block whose sums give the gradients."""
+        s, slope = self._sum_and_slope_(d, kdim, s)
+        w = self._finish_(s.clone())
+        _weights_(w, lse, g, floor, diag)
+        if self.q == self.p:
+            w.mul_(-1.0 / self.tau)
+        else:
+            tiny = torch.finfo(s.dtype).tiny
+            factor = s.clamp_min(tiny).pow_(self.q / self.p - 1.0).mul_(-self.q / self.p / self.tau)
+            if self.q < self.p:  # the clamp at tiny: no gradient through exact ties
+                factor.masked_fill_(s < tiny, 0.0)
+            w.mul_(factor)
+        return slope.mul_(w.unsqueeze(kdim))
+
+    def logits(self, x, c, aux):
+        if self.p == 1.0:
+            # torch.cdist fuses difference, abs and sum for p = 1 (no (rows, N, n) buffer).
+            s = torch.cdist(x, c, p=1.0)
+        else:
+            s = _abs_pow(x.unsqueeze(2) - aux.unsqueeze(0), self.p).sum(dim=1)
+        return self._finish_(s)
+
+    def backward_block(self, x, c, aux, lse, g, floor, diag, gx, gc) -> None:
+        s = torch.cdist(x, c, p=1.0) if self.p == 1.0 else None  # as in the forward
+        ws = self._block_weights(x.unsqueeze(2) - aux.unsqueeze(0), 1, lse, g, floor, diag, s)
+        gx.add_(ws.sum(dim=2))
+        if gc is not None:
+            gc.sub_(ws.sum(dim=0).T)
+
+    def logits_per_anchor(self, x, neg):
+        return self._finish_(_abs_pow(x.unsqueeze(1) - neg, self.p).sum(dim=2))
+
+    def backward_per_anchor(self, x, neg, lse, g, floor, gx, gneg) -> None:
+        ws = self._block_weights(x.unsqueeze(1) - neg, 2, lse, g, floor, None)
+        gx.add_(ws.sum(dim=1))
+        if gneg is not None:
+            torch.neg(ws, out=gneg)
+
+
+class SqL2Kernel(PowerKernel):
+    r"""``s(a, c) = −‖a − c‖₂² / τ`` by the matmul form ``‖a‖² + ‖c‖² − 2aᵀc`` (clamped at 0).
+
+    Per-anchor negatives (a block as large as the given negatives) use exact differences."""
+
+    def __init__(self, tau: float) -> None:
+        super().__init__(2.0, 2.0, tau)
+
+    def max_rows(self, n_cols: int, n: int, m_per_anchor: int) -> int:
+        return DotKernel.max_rows(self, n_cols, n, m_per_anchor)  # type: ignore[arg-type]
+
+    def prepare(self, c: torch.Tensor):
+        return c.pow(2).sum(dim=-1).unsqueeze(0)
+
+    def logits(self, x, c, aux):
+        sq = torch.addmm(aux, x, c.T, alpha=-2.0)
+        sq.add_(x.pow(2).sum(dim=-1, keepdim=True)).clamp_min_(0.0)
+        return sq.mul_(-1.0 / self.tau)
+
+    def backward_block(self, x, c, aux, lse, g, floor, diag, gx, gc) -> None:
+        # ∂s/∂a_i = −2(a_i − c_j)/τ, ∂s/∂c_j = −2(c_j − a_i)/τ.
+        w = self.logits(x, c, aux)
+        _weights_(w, lse, g, floor, diag)
+        k = 2.0 / self.tau
+        gx.addmm_(w, c, alpha=k).addcmul_(w.sum(dim=1, keepdim=True), x, value=-k)
+        if gc is not None:
+            gc.addmm_(w.T, x, alpha=k).addcmul_(w.sum(dim=0).unsqueeze(1), c, value=-k)
+
+
+class _ChunkedLSE(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, a, b, neg, extras, kernel, cross, same, rows, floor):  # type: ignore[override]
+        ctx.kernel, ctx.cross, ctx.same, ctx.rows, ctx.floor = kernel, cross, same, rows, floor
+        with torch.no_grad():
+            lse = _forward(kernel, a, b, neg, extras, cross, same, rows, floor)
+        ctx.save_for_backward(a, b, neg, extras, lse)
+        return lse
+
+    @staticmethod
+    def backward(ctx, g):  # type: ignore[override]
+        a, b, neg, extras, lse = ctx.saved_tensors
+        need = ctx.needs_input_grad
+        with torch.no_grad():
+            grads = _backward(
+                ctx.kernel, a, b, neg, extras, lse, g.contiguous(), ctx.cross, ctx.same,
+                ctx.rows, ctx.floor, need,
+            )  # fmt: skip
+        return (*grads, None, None, None, None, None)
+
+
+def _blocks(a, b, neg, cross, same):
+    """The candidate sets ``(name, tensor, masked diagonal?)`` scored by a matmul-like kernel."""
+    out = []
+    if cross:
+        out.append(("b", b, True))
+    if same:
+        out.append(("a", a, True))
+    if neg is not None and neg.ndim == 2:
+        out.append(("neg", neg, False))
+    return out
+
+
+def _rows(kernel, a, b, neg, cross, same, rows):
+    if rows is not None:
+        return rows
+    n_cols = max([t.shape[0] for _, t, _ in _blocks(a, b, neg, cross, same)], default=1)
+    m = neg.shape[1] if neg is not None and neg.ndim == 3 else 0
+    return kernel.max_rows(n_cols, a.shape[1], m)
+
+
+def _block_logits(kernel, x, r0, blocks, per_anchor, rows):
+    """One row block's logits against each candidate set in turn (one block alive at a time)."""
+    for t, aux, diag in blocks:
+        yield kernel.logits(x, t, aux), (r0 if diag else None)
+    if per_anchor is not None:
+        yield kernel.logits_per_anchor(x, per_anchor[r0 : r0 + rows]), None
+
+
+def _forward(kernel, a, b, neg, extras, cross, same, rows, floor):
+    blocks = [(t, kernel.prepare(t), diag) for _, t, diag in _blocks(a, b, neg, cross, same)]
+    per_anchor = neg if neg is not None and neg.ndim == 3 else None
+    rows = _rows(kernel, a, b, neg, cross, same, rows)
+    lse = a.new_empty(a.shape[0])
+    for r0 in range(0, a.shape[0], rows):
+        x = a[r0 : r0 + rows]
+        ex = extras[r0 : r0 + rows]
+        m = ex.amax(dim=1)
+        total = (ex - m.unsqueeze(1)).exp().sum(dim=1)  # the extras exactly, as logaddexp
+        for s, diag in _block_logits(kernel, x, r0, blocks, per_anchor, rows):
+            if diag is not None:
+                s.diagonal(diag).fill_(float("-inf"))
+            m_new = torch.maximum(m, s.amax(dim=1))
+            total.mul_((m - m_new).exp_())
+            s.sub_(m_new.unsqueeze(1)).clamp_min_(-floor).exp_()
+            if diag is not None:
+                s.diagonal(diag).zero_()
+            total.add_(s.sum(dim=1))
+            m = m_new
+        lse[r0 : r0 + rows] = total.log_().add_(m)
+    return lse
+
+
+def _backward(kernel, a, b, neg, extras, lse, g, cross, same, rows, floor, need):
+    need_a, need_b, need_neg, need_ex = need[:4]
+    ga = torch.zeros_like(a)
+    gb = torch.zeros_like(b) if cross and need_b else None
+    gneg = torch.zeros_like(neg) if neg is not None and need_neg else None
+    per_anchor = neg if neg is not None and neg.ndim == 3 else None
+    blocks = []
+    for name, t, diag in _blocks(a, b, neg, cross, same):
+        target = {"a": ga if need_a else None, "b": gb, "neg": gneg}[name]
+        blocks.append((t, kernel.prepare(t), diag, target))
+    rows = _rows(kernel, a, b, neg, cross, same, rows)
+    g_ex = (extras - lse.unsqueeze(1)).exp_().mul_(g.unsqueeze(1)) if need_ex else None
+    for r0 in range(0, a.shape[0], rows):
+        x = a[r0 : r0 + rows]
+        lr, gr, gx = lse[r0 : r0 + rows], g[r0 : r0 + rows], ga[r0 : r0 + rows]
+        for t, aux, diag, target in blocks:
+            kernel.backward_block(x, t, aux, lr, gr, floor, r0 if diag else None, gx, target)
+        if per_anchor is not None:
+            kernel.backward_per_anchor(
+                x, per_anchor[r0 : r0 + rows], lr, gr, floor, gx,
+                None if gneg is None else gneg[r0 : r0 + rows],
+            )  # fmt: skip
+    return (ga if need_a else None), gb, gneg, g_ex
+
+
+def chunked_lse(
+    kernel,
+    a: torch.Tensor,
+    b: torch.Tensor,
+    neg: torch.Tensor | None,
+    extras: torch.Tensor,
+    *,
+    cross: bool,
+    same: bool,
+    rows: int | None = None,
+    floor: float = 80.0,
+) -> torch.Tensor:
+    """Per-anchor ``logsumexp`` over the candidates described in the module docstring; ``(B,)``.
+
+    ``kernel`` is a :class:`DotKernel`, :class:`SqL2Kernel` or :class:`PowerKernel`; ``rows`` the
+    anchors per block (``None``: automatic, bounded by :data:`LOGIT_BLOCK_ELEMENTS` /
+    :data:`DIFF_BLOCK_ELEMENTS`).
+    """
+    return _ChunkedLSE.apply(
+        a, b, neg, extras.contiguous(), kernel, bool(cross), bool(same), rows, float(floor)
+    )
