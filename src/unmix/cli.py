@@ -17,6 +17,26 @@ app = typer.Typer(
     no_args_is_help=True,
     help="unmix — identifiable representation learning: generate, train, score.",
 )
+
+
+def _version(value: bool) -> None:
+    if value:
+        from unmix import __version__
+
+        print(f"unmix {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _main(
+    version: Annotated[
+        bool | None,
+        typer.Option("--version", callback=_version, is_eager=True, help="Print the version."),
+    ] = None,
+) -> None:
+    """unmix — identifiable representation learning: generate, train, score."""
+
+
 console = Console()
 err_console = Console(stderr=True)
 
@@ -35,6 +55,22 @@ OverridesArg = Annotated[
         show_default=False,
     ),
 ]
+
+
+PluginOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--plugin",
+        help="Import this .py file or module first (it registers its own kinds); repeatable. "
+        "Also read from $UNMIX_PLUGINS.",
+    ),
+]
+
+
+def _plugins(names: list[str] | None) -> None:
+    from unmix.plugins import load_plugins
+
+    load_plugins(names)
 
 
 def _resolve(setting: str, budget: str | None, overrides: list[str] | None, flags: dict):
@@ -58,12 +94,14 @@ def settings(
         str | None, typer.Option(help="With --show: apply this budget (smoke, quick, paper).")
     ] = None,
     overrides: OverridesArg = None,
+    plugin: PluginOpt = None,
 ):
     """List the presets (or print one as YAML, fully resolved, a starting point for your own)."""
     from unmix import papers
     from unmix.settings import label
 
     try:
+        _plugins(plugin)
         if show:
             resolved = _resolve(show, budget, overrides, {})
             console.print(resolved.setting.to_yaml(), highlight=False, markup=False, end="")
@@ -103,11 +141,13 @@ def sample(
     ] = None,
     data_seed: Annotated[int | None, typer.Option(help="Data seed (fixes the mixing).")] = None,
     overrides: OverridesArg = None,
+    plugin: PluginOpt = None,
 ):
     """Draw n pairs (z, z_pos) and their observations (x, x_pos); save them with the setting."""
     from unmix.sampling import sample_dataset, save_dataset
 
     try:
+        _plugins(plugin)
         s = _resolve(setting, None, overrides, {"seeds.data": data_seed}).setting
         path = save_dataset(out, sample_dataset(s, n, seed), s)
     except UnmixError as err:
@@ -119,6 +159,7 @@ def sample(
 def train(
     setting: SettingArg,
     overrides: OverridesArg = None,
+    plugin: PluginOpt = None,
     steps: Annotated[int | None, typer.Option(help="Training steps (train.steps).")] = None,
     batch_size: Annotated[int | None, typer.Option(help="Batch size (train.batch_size).")] = None,
     lr: Annotated[float | None, typer.Option(help="Adam learning rate (train.lr).")] = None,
@@ -152,6 +193,7 @@ def train(
         "seeds.data": data_seed,
     }
     try:
+        _plugins(plugin)
         resolved = _resolve(setting, budget, overrides, flags)
         s = resolved.setting
         out_dir = out or Path("runs") / f"{_safe_name(s.name)}-d{s.seeds.data}-t{s.seeds.train}"
@@ -223,6 +265,7 @@ def verify(
 def reproduce(
     target: Annotated[str, typer.Argument(help="A paper's table or figure (see the list below).")],
     overrides: OverridesArg = None,
+    plugin: PluginOpt = None,
     budget: Annotated[
         str, typer.Option(help="smoke (seconds), quick (CPU-sized) or paper (the paper's own).")
     ] = "quick",
@@ -257,6 +300,7 @@ def reproduce(
         )
 
     try:
+        _plugins(plugin)
         report = run_reproduce(
             target,
             budget,
@@ -295,17 +339,17 @@ def render(
     size: Annotated[int | None, typer.Option(help="Image side in px (mixing.image_size).")] = None,
     data_seed: Annotated[int | None, typer.Option(help="Data seed (seeds.data).")] = None,
     overrides: OverridesArg = None,
+    plugin: PluginOpt = None,
 ):
     """Pre-render the image data set a setting trains on (resumable; docs/data.md).
 
     The setting needs a renderer mixing (sprites, scenes3d) and a `data: {kind: rendered}`
     section, e.g. `unmix render zimmermann-table4-row1 --budget quick`."""
     from unmix.datasets import ensure_rendered
-    from unmix.experiment import build_mixing_of
-    from unmix.latents import build_latent_process
-    from unmix.seeds import data_stream
+    from unmix.generative import latent_process_of, mixing_of
 
     try:
+        _plugins(plugin)
         s = _resolve(setting, budget, overrides, {}).setting
         if s.data is None or s.data.kind != "rendered":
             raise ConfigError(
@@ -320,8 +364,8 @@ def render(
             "seeds.data": data_seed,
         }
         s = s.replace(**{k: v for k, v in updates.items() if v is not None})
-        process = build_latent_process(s.latent, seed=data_stream(s.seeds, "marginal_params"))
-        out = ensure_rendered(s, process, build_mixing_of(s), progress=True)
+        process = latent_process_of(s)
+        out = ensure_rendered(s, process, mixing_of(s), progress=True)
     except UnmixError as err:
         _fail(err)
     console.print(f"{s.data.n_train} + {s.data.n_test} images in {out} (train/, test/)")
@@ -333,6 +377,7 @@ def render(
 def bench(
     setting: SettingArg = "zimmermann-table1-row1",
     overrides: OverridesArg = None,
+    plugin: PluginOpt = None,
     batch_size: Annotated[int, typer.Option(help="Batch size (paper: 6144).", min=2)] = 6144,
     steps: Annotated[int, typer.Option(help="Timed steps (after 2 warm-up steps).", min=1)] = 5,
     device: Annotated[str, typer.Option(help="cpu or cuda.")] = "cpu",
@@ -341,6 +386,7 @@ def bench(
     from unmix.bench import bench_steps
 
     try:
+        _plugins(plugin)
         s = _resolve(setting, None, overrides, {}).setting
         r = bench_steps(s, batch_size, steps, device=device)
     except UnmixError as err:

@@ -71,23 +71,14 @@ def prepare_rendered(settings: list[Setting], progress: bool = True) -> None:
     """Render every ``data.kind: rendered`` data set these settings need, each once (called by
     :func:`unmix.sweep.run_jobs` before its runs start, so that parallel workers never render the
     same data set at the same time)."""
-    from unmix.experiment import build_mixing_of
+    from unmix.generative import latent_process_of, mixing_of
 
     done: set[Path] = set()
     for s in settings:
         if s.data is None or s.data.kind != "rendered" or data_root(s) in done:
             continue
-        from unmix.latents import build_latent_process
-
-        process = build_latent_process(s.latent, seed=_marginal_seed(s))
-        ensure_rendered(s, process, build_mixing_of(s), progress)
+        ensure_rendered(s, latent_process_of(s), mixing_of(s), progress)
         done.add(data_root(s))
-
-
-def _marginal_seed(setting: Setting) -> int:
-    from unmix.seeds import data_stream
-
-    return data_stream(setting.seeds, "marginal_params")
 
 
 def open_splits(setting: Setting):

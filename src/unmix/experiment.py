@@ -10,6 +10,7 @@ training batches (``train/batches``). Building never touches the global RNG.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -18,8 +19,9 @@ from torch import nn
 
 from unmix import seeds as sd
 from unmix.errors import ConfigError
-from unmix.latents import LatentProcess, build_latent_process
-from unmix.mixing.builders import Centred, build_mixing
+from unmix.generative import latent_process_of, mixing_of
+from unmix.latents import LatentProcess
+from unmix.mixing.builders import Centred
 from unmix.models.builders import build_backbone, build_model
 from unmix.objectives.base import Batch, Objective
 from unmix.registry import METRICS, OBJECTIVES
@@ -31,30 +33,13 @@ if TYPE_CHECKING:
 __all__ = [
     "Experiment",
     "Centred",
-    "build_mixing_of",
+    "mixing_of",
     "build_backbone",
     "factor_scores",
     "FACTOR_PREFIXES",
 ]
 
 INPUT_STANDARDIZATION_SAMPLES = 4096
-
-
-def build_mixing_of(setting: Setting, device: str | torch.device = "cpu") -> nn.Module:
-    """The mixing g of ``setting`` (seeded by its data seed's ``mixing`` stream), frozen."""
-    lat = setting.latent
-    process = build_latent_process(
-        lat, device=device, seed=sd.data_stream(setting.seeds, "marginal_params")
-    )
-    g = build_mixing(
-        setting.mixing,
-        lat.dim,
-        sd.data_stream(setting.seeds, "mixing"),
-        latent=lat,
-        center_seed=sd.data_stream(setting.seeds, "center"),
-        sample_latents=process.sample,
-    )
-    return g.to(device).requires_grad_(False)
 
 
 @dataclass
@@ -83,10 +68,8 @@ class Experiment:
         first if it is not on disk yet (``progress`` shows a bar)."""
         device = torch.device(device)
         lat, s = setting.latent, setting.seeds
-        process = build_latent_process(
-            lat, device=device, seed=sd.data_stream(s, "marginal_params")
-        )
-        mixing = build_mixing_of(setting, device)
+        process = latent_process_of(setting, device)
+        mixing = mixing_of(setting, device)
         data = None
         if setting.data is not None:
             from unmix.datasets import FiniteData, ensure_rendered
@@ -121,6 +104,23 @@ class Experiment:
         objective = objective.to(device)
         schedules = [model.advance] if hasattr(model, "advance") else []
         return cls(setting, process, mixing, model, objective, device, data, schedules)
+
+    @classmethod
+    def from_run(cls, run_dir: str | Path, device: str | torch.device = "cpu") -> Experiment:
+        """The experiment of a finished (or checkpointed) run directory, with its trained weights,
+        in eval mode. The checkpoint is loaded with ``weights_only=True``."""
+        from unmix import runs
+
+        state = runs.load_checkpoint(Path(run_dir) / runs.CHECKPOINT)
+        exp = cls.build(Setting.from_dict(state["setting"]), device)
+        try:
+            exp.encoder.load_state_dict(state["encoder"])
+        except (RuntimeError, KeyError) as err:
+            raise ConfigError(
+                f"{run_dir}: the checkpoint does not fit its setting ({err})"
+            ) from None
+        exp.encoder.eval()
+        return exp
 
     def generator(self, seed: int) -> torch.Generator:
         return torch.Generator(device=self.device).manual_seed(int(seed))

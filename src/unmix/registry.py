@@ -172,6 +172,10 @@ def _split_signature(
                 continue
             context.append(p.name)
         elif p.kind == p.KEYWORD_ONLY:
+            if p.name == "kind":
+                raise ConfigError(
+                    f"{stage} '{name}': 'kind' names the registered kind; call the field otherwise"
+                )
             ann = p.annotation if p.annotation is not p.empty else Any
             if isinstance(ann, str):  # postponed annotations: resolve in the factory's module
                 ann = _resolve_annotation(factory, ann)

@@ -259,6 +259,9 @@ def _defaults(setting: Setting) -> dict[str, Any]:
                 value = _json(f.get_default(call_default_factory=True))
                 for leaf, v in _leaves(value, f"{section}.{k}").items():
                     out[leaf] = v
+    for section in ("mixing", "model", "objective"):  # a section's kind: the Setting's default
+        out[f"{section}.kind"] = Setting.model_fields[section].default.kind
+    out.pop("data.kind", None)
     return out
 
 

@@ -9,10 +9,9 @@ import numpy as np
 import torch
 
 from unmix.errors import ConfigError
-from unmix.experiment import build_mixing_of
-from unmix.latents import build_latent_process
+from unmix.generative import latent_process_of, mixing_of
 from unmix.runs import atomic_write_bytes
-from unmix.seeds import data_stream, torch_generator
+from unmix.seeds import torch_generator
 from unmix.settings import Setting
 
 
@@ -24,10 +23,8 @@ def sample_dataset(setting: Setting, n: int, seed: int | None = None) -> dict[st
     """
     if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= 100_000_000:
         raise ConfigError(f"--n must be a whole number in [1, 1e8], got {n}.")
-    process = build_latent_process(
-        setting.latent, seed=data_stream(setting.seeds, "marginal_params")
-    )
-    mixing = build_mixing_of(setting)
+    process = latent_process_of(setting)
+    mixing = mixing_of(setting)
     g = torch_generator(setting.seeds.data if seed is None else seed, "data/sample")
     z, z_pos = process.sample_pairs(n, g)
     with torch.no_grad():

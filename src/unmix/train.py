@@ -18,7 +18,7 @@ from typing import Any
 
 import torch
 
-from unmix import runs, seeds
+from unmix import plugins, runs, seeds
 from unmix.errors import CheckpointError, ConfigError, TrainingError
 from unmix.experiment import Experiment
 from unmix.settings import Setting, TrainSpec
@@ -134,6 +134,7 @@ def _train(setting, out_dir, device, resume, progress, on_eval, provenance) -> R
         streams=seeds.manifest_streams(setting.seeds),
         metrics=list(setting.metric_names),
         provenance=dict(provenance) if provenance is not None else {},
+        plugins=list(plugins.LOADED),
         started=runs.now(),
     )
 

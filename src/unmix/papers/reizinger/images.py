@@ -72,12 +72,13 @@ def _traversal(exp, mu: torch.Tensor, res, out: Path) -> None:
 
 def fig5_report(rows: list[dict], out: Path) -> str:
     """Fig. 5 from the finished ``reizinger-fig5`` runs; returns Markdown."""
-    from unmix.papers.reizinger.reports import _plt, load_trained
+    from unmix.experiment import Experiment
+    from unmix.papers.figures import pyplot as _plt
 
     plt = _plt()
     names = list(SPRITES_FACTOR_NAMES[:4])
     best = max(rows, key=lambda r: r["mcc"] if np.isfinite(r["mcc"]) else -1)
-    exp = load_trained(best["run_dir"])
+    exp = Experiment.from_run(best["run_dir"])
     z, mu, z_hat, res = _matched(exp)
     fig, axes = plt.subplots(1, 2, figsize=(10, 3.8))
     ax = axes[0]

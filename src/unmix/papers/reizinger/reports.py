@@ -35,10 +35,10 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from unmix import runs
 from unmix.experiment import factor_scores
 from unmix.metrics.vae import GROUND_TRUTH_METRICS, VAE_METRICS
 from unmix.papers.base import PlannedRun, in_group
+from unmix.papers.figures import pyplot as _plt
 from unmix.papers.reizinger.presets import GAMMA2S, PAPER_004, PAPER_FIG3_MEDIAN
 from unmix.settings import Setting
 
@@ -135,10 +135,10 @@ def report(target: str):
 def linear_map_c_ima(setting: Setting) -> float:
     """c_IMA of the volume-preserving linear map of a ``moebius+linear`` setting (constant
     Jacobian M: Σ_k log‖M_{:k}‖ − log|det M|)."""
-    from unmix.experiment import build_mixing_of
+    from unmix.generative import mixing_of
     from unmix.metrics import c_ima_from_jacobian
 
-    g = build_mixing_of(setting.replace(**{"mixing.center": False}))
+    g = mixing_of(setting.replace(**{"mixing.center": False}))
     return float(c_ima_from_jacobian(g[1].matrix.to(torch.float64)))
 
 
@@ -146,12 +146,7 @@ def load_trained(run_dir: str | Path):
     """The :class:`~unmix.experiment.Experiment` of a finished run with its trained weights."""
     from unmix.experiment import Experiment
 
-    run_dir = Path(run_dir)
-    state = runs.load_checkpoint(run_dir / runs.CHECKPOINT)
-    exp = Experiment.build(Setting.from_dict(state["setting"]))
-    exp.encoder.load_state_dict(state["encoder"])
-    exp.encoder.eval()
-    return exp
+    return Experiment.from_run(run_dir)
 
 
 def eq12_sides(exp, n: int = SCATTER_POINTS) -> tuple[np.ndarray, np.ndarray]:
@@ -258,15 +253,6 @@ def _slope(rows: list[dict], key: str, preset_prefix: str) -> dict[str, float]:
         return {"slope": float("nan"), "slope_se": float("nan")}
     x, y = zip(*pts, strict=True)
     return fit_loglog_slope(x, y)
-
-
-def _plt():
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    return plt
 
 
 def _med(v: list[float]) -> str:

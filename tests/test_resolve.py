@@ -1,0 +1,128 @@
+"""One resolver with provenance: preset → budget → paper recipe → column → seeds → CLI, keyed by
+content; `settings --show NAME --budget B` prints what `train NAME --budget B` runs."""
+
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from unmix.cli import app
+from unmix.errors import ConfigError
+from unmix.resolve import parse_overrides, resolve
+
+runner = CliRunner()
+FEW = ["train.steps=20", "train.eval_every=10", "train.eval_samples=256", "train.batch_size=64"]
+
+
+def test_show_then_train_is_the_preset_run(tmp_path):
+    """`settings --show NAME --budget quick > x.yaml && train x.yaml` == `train NAME --budget quick`."""
+    shown = runner.invoke(
+        app, ["settings", "--show", "zimmermann-table1-row1", "--budget", "quick", *FEW]
+    )
+    assert shown.exit_code == 0, shown.output
+    (tmp_path / "x.yaml").write_text(shown.output)
+    a, b = tmp_path / "a", tmp_path / "b"
+    ra = runner.invoke(app, ["train", str(tmp_path / "x.yaml"), "--out", str(a), "--no-progress"])
+    rb = runner.invoke(
+        app,
+        [
+            "train",
+            "zimmermann-table1-row1",
+            "--budget",
+            "quick",
+            *FEW,
+            "--out",
+            str(b),
+            "--no-progress",
+        ],
+    )
+    assert ra.exit_code == 0 and rb.exit_code == 0, ra.output + rb.output
+    assert (a / "config.yaml").read_text() == (b / "config.yaml").read_text()
+    sa, sb = (json.loads((d / "summary.json").read_text()) for d in (a, b))
+    assert sa["r2"] == sb["r2"] and sa["mcc"] == sb["mcc"] and sa["loss"] == sb["loss"]
+    prov = json.loads((b / "manifest.json").read_text())["provenance"]
+    assert prov["train.steps"] == "cli" and prov["latent.conditional.kind"] == "preset:zimmermann-table1-row1"
+    assert prov["model.hidden"] == "paper:zimmermann/quick"
+    assert prov["train.lr_schedule"] == "budget:quick"
+    assert json.loads((a / "manifest.json").read_text())["provenance"]["train.steps"].startswith(
+        "file:"
+    )
+
+
+def test_the_recipe_is_keyed_by_content_not_by_name(tmp_path):
+    shown = runner.invoke(app, ["settings", "--show", "zimmermann-table1-row1"])
+    path = tmp_path / "mine.yaml"
+    path.write_text(shown.output.replace("name: zimmermann-table1-row1", "name: my-own-row"))
+    mine = resolve(str(path), "quick").setting
+    preset = resolve("zimmermann-table1-row1", "quick").setting
+    assert mine.replace(name=preset.name) == preset
+    assert mine.train.steps == 10_000 and mine.model.hidden == (20, 20, 20)
+
+
+def test_cli_overrides_land_in_config_and_provenance(tmp_path):
+    out = tmp_path / "run"
+    result = runner.invoke(
+        app,
+        [
+            "train",
+            "zimmermann-table1-row4",
+            "train.lr=2e-3",
+            "train.steps=30",
+            "train.eval_samples=256",
+            "--out",
+            str(out),
+            "--no-progress",
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    config = (out / "config.yaml").read_text()
+    assert "lr: 0.002" in config and "steps: 30" in config
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["provenance"]["train.lr"] == "cli"
+    assert manifest["provenance"]["train.steps"] == "cli"
+    assert "train/batches" in manifest["streams"] and manifest["metrics"] == [
+        "r2",
+        "r2_in_sample",
+        "mcc",
+    ]
+
+
+def test_layer_order_later_wins_and_defaults_are_not_listed():
+    r = resolve(
+        "zimmermann-table1-row5",
+        "quick",
+        column="supervised",
+        seeds={"data": 2, "train": 3},
+        overrides={"train.steps": 7},
+    )
+    s, prov = r.setting, r.provenance
+    assert s.objective.kind == "supervised" and s.name == "zimmermann-table1-row5-supervised"
+    assert s.train.steps == 7 and prov["train.steps"] == "cli"
+    assert prov["objective.kind"] == "column:supervised"
+    assert prov["seeds.data"] == prov["seeds.train"] == "seeds"
+    assert "train.final_lr_factor" not in prov  # the budget sets it to its default value
+    assert all(not k.startswith("mixing.") for k in prov)  # the preset keeps the default mixing
+
+
+def test_overrides_parse_as_yaml_and_fail_one_line():
+    assert parse_overrides(
+        ["train.lr=2e-3", "model.hidden=[20, 20]", "objective.symmetric=true"]
+    ) == {
+        "train.lr": 0.002,
+        "model.hidden": [20, 20],
+        "objective.symmetric": True,
+    }
+    with pytest.raises(ConfigError, match="not key=value"):
+        parse_overrides(["train.lr"])
+    with pytest.raises(ConfigError, match="objective.tauu: unknown field"):
+        resolve("zimmermann-table1-row1", overrides={"objective.tauu": 1})
+    result = runner.invoke(app, ["train", "zimmermann-table1-row1", "train.lr=-1"])
+    assert (
+        result.exit_code == 2 and "train.lr" in result.output and "Traceback" not in result.output
+    )
+
+
+def test_reproduce_lists_every_target_of_every_paper():
+    result = runner.invoke(app, ["reproduce", "zimmermann-table9", "--budget", "smoke"])
+    assert result.exit_code == 2
+    assert "zimmermann-table1" in result.output and "reizinger-fig5" in result.output
