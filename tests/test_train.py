@@ -112,8 +112,21 @@ def test_corrupt_checkpoint_gets_a_readable_error(tmp_path):
 
 def test_resume_with_a_different_setting_is_refused(tmp_path):
     train(tiny(), tmp_path / "run")
-    with pytest.raises(CheckpointError, match="different setting"):
-        train(tiny(lr=5e-4), tmp_path / "run", resume=True)
+    other = tiny().replace(**{"objective.tau": 0.5})
+    with pytest.raises(CheckpointError, match=r"objective\.tau changed.*only train\.\* fields"):
+        train(other, tmp_path / "run", resume=True)
+
+
+def test_resume_accepts_new_train_fields_and_records_them(tmp_path):
+    train(tiny(steps=20, checkpoint_every=10), tmp_path / "run")
+    (tmp_path / "run" / runs.SUMMARY).unlink()  # as if stopped after the step-20 checkpoint
+    more = tiny(steps=30, lr=5e-4, checkpoint_every=10)
+    result = train(more, tmp_path / "run", resume=True)
+    assert result.summary["steps"] == 30 and result.summary["resumed_from_step"] == 20
+    manifest = json.loads((tmp_path / "run" / runs.MANIFEST).read_text())
+    fields = manifest["resumed_with_changes"]["fields"]
+    assert fields["train.lr"] == [1e-3, 5e-4] and fields["train.steps"] == [20, 30]
+    assert result.history[-1]["lr"] == pytest.approx(5e-4)  # the new lr, constant schedule
 
 
 def test_nan_loss_stops_with_a_clear_message_and_keeps_metrics(tmp_path, monkeypatch):
@@ -126,9 +139,48 @@ def test_nan_loss_stops_with_a_clear_message_and_keeps_metrics(tmp_path, monkeyp
         return value * float("nan") if calls["n"] > 12 else value
 
     monkeypatch.setattr(Experiment, "loss", loss)
-    with pytest.raises(TrainingError, match=r"Loss became nan at step 12.*train\.lr"):
+    with pytest.raises(TrainingError, match=r"diverged at step 12: the loss became nan.*train\.lr"):
         train(tiny(), tmp_path / "run")
     assert len(pd.read_csv(tmp_path / "run" / runs.METRICS)) == 1
+    summary = json.loads((tmp_path / "run" / runs.SUMMARY).read_text())
+    assert summary["status"] == "diverged" and summary["step"] == 12
+
+
+def test_a_late_nan_gradient_keeps_the_last_good_checkpoint_and_resume_continues(
+    tmp_path, monkeypatch
+):
+    """A finite loss whose gradient turns NaN at step 25: the step-20 checkpoint stays finite and
+    loadable, and --resume with a smaller train.lr continues from it to the end."""
+    calls = {"n": 0}
+    real_backward = torch.Tensor.backward
+
+    def backward(self, *args, **kwargs):
+        real_backward(self, *args, **kwargs)
+        calls["n"] += 1
+        if calls["n"] == 26:  # step 25 (0-based)
+            p = next(q for q in Experiment._last.encoder.parameters() if q.grad is not None)
+            p.grad.fill_(float("nan"))
+
+    build = Experiment.build
+
+    def tracking_build(*args, **kwargs):
+        exp = build(*args, **kwargs)
+        Experiment._last = exp
+        return exp
+
+    monkeypatch.setattr(Experiment, "build", tracking_build)
+    monkeypatch.setattr(torch.Tensor, "backward", backward)
+    run = tmp_path / "run"
+    with pytest.raises(TrainingError, match="diverged at step 25: the gradient became nan"):
+        train(tiny(steps=40), run)
+    monkeypatch.setattr(torch.Tensor, "backward", real_backward)
+    state = runs.load_checkpoint(run / runs.CHECKPOINT)
+    assert state["step"] == 20
+    assert all(torch.isfinite(v).all() for v in state["encoder"].values())
+    summary = json.loads((run / runs.SUMMARY).read_text())
+    assert summary["status"] == "diverged" and summary["step"] == 25
+    result = train(tiny(steps=40, lr=3e-4), run, resume=True)
+    assert result.summary["status"] == "finished" and result.summary["resumed_from_step"] == 20
 
 
 @pytest.mark.parametrize(

@@ -13,6 +13,8 @@ from dataclasses import dataclass
 
 import torch
 
+from unmix.devices import resolve_device
+from unmix.errors import ConfigError
 from unmix.experiment import Experiment
 from unmix.objectives.base import Contrastive
 from unmix.settings import Setting
@@ -49,6 +51,16 @@ def bench_steps(
         setting = setting.replace(
             **{"data.n_train": max(4 * batch_size, BENCH_IMAGES), "data.n_test": 64}
         )
+    for name, value, low in (
+        ("batch_size", batch_size, 2),
+        ("steps", steps, 1),
+        ("warmup", warmup, 0),
+    ):
+        if isinstance(value, bool) or not isinstance(value, int) or value < low:
+            raise ConfigError(
+                f"--{name.replace('_', '-')} must be a whole number >= {low}, got {value!r}."
+            )
+    device = resolve_device(device)
     exp = Experiment.build(setting, device)
     opt = torch.optim.Adam(exp.encoder.parameters(), lr=1e-4)
     gen = exp.stream_generator("train/batches")

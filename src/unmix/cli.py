@@ -241,6 +241,8 @@ def verify(
     from unmix.verify import run_checks
 
     try:
+        if plots is not None and plots.exists() and not plots.is_dir():
+            raise ConfigError(f"--plots {plots} is a file: give a folder for the figures.")
         results = run_checks(group, plots_dir=plots, seed=seed)
     except UnmixError as err:
         _fail(err)

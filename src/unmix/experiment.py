@@ -66,6 +66,9 @@ class Experiment:
     ) -> Experiment:
         """Build every object of ``setting``. With ``data.kind: rendered`` the data set is rendered
         first if it is not on disk yet (``progress`` shows a bar)."""
+        from unmix.resources import check_memory
+
+        check_memory(setting)  # refuse before allocating, naming the field
         device = torch.device(device)
         lat, s = setting.latent, setting.seeds
         process = latent_process_of(setting, device)

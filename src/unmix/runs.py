@@ -319,11 +319,10 @@ def load_checkpoint(path: Path) -> dict[str, Any]:
         names = list(dict.fromkeys(names)) or [n for n in [first_refused_global(path)] if n]
         if names:
             raise _refuse(path, names) from None
-        first = str(err).strip().splitlines()[0] if str(err).strip() else ""
         raise CheckpointError(
-            f"Checkpoint {path} is corrupt or unreadable ({type(err).__name__}: {first}). Nothing "
-            "was changed: to start afresh, train into a new --out directory (the old metrics.csv "
-            "and summary.json stay where they are)."
+            f"Checkpoint {path} is corrupt or unreadable (not a complete torch.save archive of "
+            "tensors, numbers and strings). Nothing was changed: to start afresh, train into a new "
+            "--out directory (the old metrics.csv and summary.json stay where they are)."
         ) from None
     if not isinstance(state, dict):
         raise CheckpointError(

@@ -292,8 +292,10 @@ def label(spec: SpecBase) -> str:
 
 class TrainSpec(_Strict):
     """Optimisation budget. ``lr_schedule``: constant | cosine (to lr·final_lr_factor) after
-    warm-up. ``threads``: torch CPU threads of the run — explicit, so that a run's numbers depend
-    on nothing but its setting (not on ``--workers`` or the host's core count)."""
+    warm-up. A checkpoint is written every ``checkpoint_every`` steps, every
+    ``checkpoint_seconds`` of training and at the end. ``threads``: torch CPU threads of the run —
+    explicit, so that a run's numbers depend on nothing but its setting (not on ``--workers`` or
+    the host's core count)."""
 
     steps: int = Field(default=2000, ge=0, le=1_000_000_000)
     batch_size: int = Field(default=1024, ge=2, le=16_777_216)
@@ -305,6 +307,7 @@ class TrainSpec(_Strict):
     eval_every: int = Field(default=500, ge=1)
     eval_samples: int = Field(default=4096, ge=16, le=10_000_000)
     checkpoint_every: int = Field(default=1000, ge=1)
+    checkpoint_seconds: float = Field(default=60.0, gt=0, allow_inf_nan=False)
     threads: int = Field(default=1, ge=1, le=1024)
 
 
@@ -453,6 +456,12 @@ class Setting(_Strict):
         return self
 
     # --- serialisation -------------------------------------------------------------------------
+    def __reduce__(self):
+        # pickled as its validated dict (the sections' spec classes may be built at run time from
+        # a factory's signature): unpickling validates again, in a process whose registries know
+        # the kinds (a sweep's workers load the parent's plugins first, see unmix.sweep.Job)
+        return (Setting.from_dict, (self.to_dict(),))
+
     def to_dict(self) -> dict[str, Any]:
         data = self.model_dump(mode="json")
         for section in ("mixing", "model", "objective", "data"):

@@ -64,6 +64,21 @@ class Job:
     device: str = "cpu"
     provenance: dict[str, str] | None = field(default=None, compare=False, hash=False)
 
+    def __reduce__(self):
+        # a worker process rebuilds the job after importing the parent's plugins, so that a
+        # setting of user-registered kinds validates there too
+        from unmix.plugins import LOADED
+
+        state = (self.setting.to_dict(), self.run_dir, self.device, self.provenance, list(LOADED))
+        return (_rebuild_job, state)
+
+
+def _rebuild_job(setting, run_dir, device, provenance, plugins) -> Job:
+    from unmix.plugins import load_plugins
+
+    load_plugins(plugins)
+    return Job(Setting.from_dict(setting), run_dir, device, provenance)
+
 
 @dataclass
 class JobOutcome:
@@ -97,6 +112,11 @@ def train_job(job: Job) -> dict[str, Any]:
     from unmix.train import train
 
     resume = (job.run_dir / runs.CHECKPOINT).exists()
+    summary = job.run_dir / runs.SUMMARY
+    if not resume and summary.exists() and not runs.is_finished(job.run_dir):
+        # an unfinished or corrupt summary with no checkpoint: nothing to resume; keep the file
+        # (renamed, nothing is lost) and train afresh instead of refusing forever
+        summary.rename(summary.with_name(f"{runs.SUMMARY}.unfinished-{int(time.time())}"))
     return train(
         job.setting, job.run_dir, device=job.device, resume=resume, provenance=job.provenance
     ).summary

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 import time
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,6 +20,7 @@ from typing import Any
 import torch
 
 from unmix import plugins, runs, seeds
+from unmix.devices import resolve_device
 from unmix.errors import CheckpointError, ConfigError, TrainingError
 from unmix.experiment import Experiment
 from unmix.settings import Setting, TrainSpec
@@ -49,18 +51,6 @@ def lr_factor(spec: TrainSpec) -> Callable[[int], float]:
     return factor
 
 
-def _resolve_device(device: str) -> str:
-    if device == "auto":
-        return "cuda" if torch.cuda.is_available() else "cpu"
-    if device.startswith("cuda") and not torch.cuda.is_available():
-        raise ConfigError(
-            f"device '{device}' requested but CUDA is not available: use --device cpu."
-        )
-    if device not in ("cpu",) and not device.startswith("cuda"):
-        raise ConfigError(f"device must be cpu, cuda, cuda:N or auto; got '{device}'.")
-    return device
-
-
 def train(
     setting: Setting,
     out_dir: str | Path | None = None,
@@ -81,7 +71,7 @@ def train(
     default to the layer that set it; it is written into ``manifest.json``. The run uses
     ``setting.train.threads`` torch threads (restored afterwards).
     """
-    device = _resolve_device(device)
+    device = resolve_device(device)
     threads_before = torch.get_num_threads()
     torch.set_num_threads(setting.train.threads)
     try:
@@ -141,7 +131,18 @@ def _train(setting, out_dir, device, resume, progress, on_eval, provenance) -> R
     if run_dir is not None:
         ckpt_path = run_dir / runs.CHECKPOINT
         if resume:
-            start_step, elapsed_before, history = _restore(ckpt_path, setting, exp, opt, sched, gen)
+            start_step, elapsed_before, history, changed = _restore(
+                ckpt_path, setting, exp, opt, sched, gen
+            )
+            if changed:
+                manifest["resumed_with_changes"] = {"step": start_step, "fields": changed}
+                if "train.threads" in changed:
+                    warnings.warn(
+                        f"resuming {run_dir} with {setting.train.threads} threads (it ran with "
+                        f"{changed['train.threads'][0]}): float rounding, and so the numbers, "
+                        "may differ from an uninterrupted run",
+                        stacklevel=3,
+                    )
         elif ckpt_path.exists() or (run_dir / runs.SUMMARY).exists():
             raise CheckpointError(
                 f"{run_dir} already holds a run: pass --resume to continue it, "
@@ -167,6 +168,8 @@ def _train(setting, out_dir, device, resume, progress, on_eval, provenance) -> R
         return row
 
     def checkpoint(step: int) -> None:
+        nonlocal last_checkpoint
+        last_checkpoint = time.perf_counter()
         if run_dir is None:
             return
         runs.save_checkpoint(
@@ -185,6 +188,7 @@ def _train(setting, out_dir, device, resume, progress, on_eval, provenance) -> R
         runs.write_csv(run_dir / runs.METRICS, history)
 
     t_start = time.perf_counter()
+    last_checkpoint = t_start
     train_time = 0.0
     bar = _progress_bar(progress, spec.steps, start_step, setting.name)
     last_loss = float("nan")
@@ -193,17 +197,16 @@ def _train(setting, out_dir, device, resume, progress, on_eval, provenance) -> R
         for step in range(start_step, spec.steps if opt else 0):
             t0 = time.perf_counter()
             loss = exp.loss(gen, spec.batch_size)
-            if not torch.isfinite(loss):
-                checkpoint(step)
-                raise TrainingError(
-                    f"Loss became {loss.item()} at step {step} of '{setting.name}'. Try a smaller "
-                    f"train.lr (now {spec.lr:g}), set train.grad_clip, or check the objective's "
-                    f"tau. Metrics so far are in {run_dir or 'memory'}."
-                )
-            opt.zero_grad(set_to_none=True)
-            loss.backward()
-            if spec.grad_clip:
-                torch.nn.utils.clip_grad_norm_(trainable, spec.grad_clip)
+            bad = None if torch.isfinite(loss) else f"the loss became {loss.item()}"
+            if bad is None:
+                opt.zero_grad(set_to_none=True)
+                loss.backward()
+                # the gradient's norm (clipped to grad_clip if set): non-finite = diverged
+                norm = _grad_norm(trainable, spec.grad_clip)
+                if not torch.isfinite(norm):
+                    bad = f"the gradient became {norm.item()}"
+            if bad is not None:  # stop before the step: weights and checkpoint stay finite
+                _diverged(run_dir, setting, history, step, bad, manifest)
             opt.step()
             sched.step()  # the learning-rate schedule
             for advance in exp.schedules:  # the model's own schedules (a VAE's γ² warm-up)
@@ -214,8 +217,10 @@ def _train(setting, out_dir, device, resume, progress, on_eval, provenance) -> R
             if done % spec.eval_every == 0 or done == spec.steps:
                 row = evaluate(done, last_loss)
                 if bar:
-                    bar.update(r2=row["r2"], mcc=row["mcc"])
-            if done % spec.checkpoint_every == 0 and done != spec.steps:
+                    bar.update(r2=row.get("r2", math.nan), mcc=row.get("mcc", math.nan))
+            due = done % spec.checkpoint_every == 0
+            due = due or time.perf_counter() - last_checkpoint >= spec.checkpoint_seconds
+            if due and done != spec.steps:
                 checkpoint(done)
             if bar:
                 bar.advance(loss=last_loss)
@@ -251,6 +256,39 @@ def _train(setting, out_dir, device, resume, progress, on_eval, provenance) -> R
     return RunResult(summary, history, exp, run_dir)
 
 
+def _grad_norm(params: list[torch.nn.Parameter], clip: float | None) -> torch.Tensor:
+    """The gradients' total 2-norm, after clipping them to ``clip`` when it is set."""
+    if clip:
+        return torch.nn.utils.clip_grad_norm_(params, clip)
+    return torch.nn.utils.get_total_norm([p.grad for p in params if p.grad is not None])
+
+
+def _diverged(run_dir, setting, history, step, what, manifest) -> None:
+    """Stop a run whose loss or gradient is not finite: the last checkpoint stays as it was (it
+    holds finite weights), ``summary.json`` says ``status: diverged`` and the step; one line."""
+    spec = setting.train
+    if run_dir is not None:
+        runs.write_csv(run_dir / runs.METRICS, history)
+        runs.write_json(
+            run_dir / runs.SUMMARY,
+            {
+                "setting": setting.name,
+                "status": "diverged",
+                "step": step,
+                "reason": what,
+                "last_metrics": history[-1] if history else None,
+                "finished": runs.now(),
+                "git_commit": manifest.get("git_commit"),
+            },
+        )
+    where = f"; metrics so far and the last checkpoint are in {run_dir}" if run_dir else ""
+    fix = (
+        f"resume with a smaller learning rate, e.g. --resume train.lr={spec.lr / 3:.3g}, or set "
+        f"train.grad_clip (now {spec.grad_clip})"
+    )
+    raise TrainingError(f"'{setting.name}' diverged at step {step}: {what}; {fix}{where}.")
+
+
 def _as_setting(data: Any) -> Setting | None:
     """The checkpoint's setting, validated (so a checkpoint written before a defaulted field was
     added to the settings still matches); None if it is not a valid setting."""
@@ -261,21 +299,61 @@ def _as_setting(data: Any) -> Setting | None:
 
 
 def _restore(path: Path, setting: Setting, exp: Experiment, opt, sched, gen):
+    """Load a checkpoint into the built objects. ``train.*`` fields may differ from the
+    checkpoint's (a smaller lr, more steps, a grad clip …): they are returned as
+    ``{field: [old, new]}``; any other difference is refused, naming the field."""
     state = runs.load_checkpoint(path)
-    if _as_setting(state.get("setting")) != setting:
-        raise CheckpointError(
-            f"{path} was written for a different setting; resume with the same "
-            "setting (its config.yaml) or use a new --out directory."
-        )
+    old = _as_setting(state.get("setting"))
+    if old is None:
+        raise CheckpointError(f"{path} holds no valid setting: it was not written by this unmix.")
+    changed = _resume_changes(old, setting, path)
     try:
         exp.encoder.load_state_dict(state["encoder"])
         if opt and state["optimizer"]:
             opt.load_state_dict(state["optimizer"])
             sched.load_state_dict(state["scheduler"])
         gen.set_state(state["generator"])
-    except (KeyError, RuntimeError) as err:
+    except (KeyError, RuntimeError, TypeError, ValueError) as err:
         raise CheckpointError(f"Checkpoint {path} does not match this model ({err}).") from None
-    return int(state["step"]), float(state.get("elapsed_s", 0.0)), list(state["history"])
+    step = int(state["step"])
+    if opt and changed:  # the schedule continues from `step` with the new train.* fields
+        sched.base_lrs = [setting.train.lr for _ in opt.param_groups]
+        sched.lr_lambdas = [lr_factor(setting.train) for _ in opt.param_groups]
+        for group in opt.param_groups:
+            group["lr"] = setting.train.lr * lr_factor(setting.train)(step)
+    return step, float(state.get("elapsed_s", 0.0)), list(state["history"]), changed
+
+
+def _resume_changes(old: Setting, new: Setting, path: Path) -> dict[str, list[Any]]:
+    a, b = old.to_dict(), new.to_dict()
+    changed: dict[str, list[Any]] = {}
+    for key in sorted(set(a) | set(b)):
+        if a.get(key) == b.get(key):
+            continue
+        if key == "train":
+            for k in sorted(set(a[key]) | set(b[key])):
+                if a[key].get(k) != b[key].get(k):
+                    changed[f"train.{k}"] = [a[key].get(k), b[key].get(k)]
+            continue
+        if key == "name":
+            continue
+        fields = _differing(a.get(key), b.get(key), key)
+        raise CheckpointError(
+            f"{path} was written for a different setting ({', '.join(fields)} changed); only "
+            "train.* fields may change on --resume: resume with its config.yaml, or train into "
+            "a new --out directory."
+        )
+    return changed
+
+
+def _differing(a: Any, b: Any, prefix: str) -> list[str]:
+    if isinstance(a, dict) and isinstance(b, dict):
+        out: list[str] = []
+        for k in sorted(set(a) | set(b)):
+            if a.get(k) != b.get(k):
+                out += _differing(a.get(k), b.get(k), f"{prefix}.{k}")
+        return out
+    return [prefix]
 
 
 class _Bar:

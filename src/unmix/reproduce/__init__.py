@@ -15,6 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from unmix.devices import resolve_device
 from unmix.errors import ConfigError
 from unmix.papers import PlannedRun, Target, get_target
 from unmix.reproduce.common import ReproduceReport, collect_rows, report_dir, write_report
@@ -92,6 +93,7 @@ def reproduce(
 ) -> ReproduceReport:
     """Run (or reuse) every run of ``target`` and write its report files into ``out/budget``."""
     t0 = time.perf_counter()
+    device = resolve_device(device)  # one line now, not one failure per run
     tgt: Target = get_target(target)
     items = plan(target, budget, seeds, out, baselines, device, overrides)
     outcomes = run_jobs(
