@@ -25,16 +25,71 @@ BENCH_IMAGES = 2048
 
 @dataclass
 class BenchResult:
+    """One benchmark: median seconds per step and per stage, and what bounds them — the step's
+    matmul GFLOP (:func:`matmul_gflop`) beside the GEMM peak measured in the same process
+    (:func:`gemm_peak_gflops`), so ``fraction_of_peak`` is a measured figure."""
+
     setting: str
     batch_size: int
     device: str
     threads: int
     seconds_per_step: float
     stages: dict[str, float]
+    precision: str = "fp32"
+    peak_rss_mb: float = float("nan")
+    gflops: float = float("nan")
+    gemm_peak_gflops: float = float("nan")
 
     @property
     def steps_per_second(self) -> float:
         return 1.0 / self.seconds_per_step
+
+    @property
+    def fraction_of_peak(self) -> float:
+        """Achieved matmul throughput of the whole step over the measured GEMM peak."""
+        return self.gflops / self.seconds_per_step / self.gemm_peak_gflops
+
+    def to_dict(self) -> dict:
+        from dataclasses import asdict
+
+        out = asdict(self)
+        out["steps_per_second"] = self.steps_per_second
+        out["fraction_of_peak"] = self.fraction_of_peak
+        return out
+
+
+def peak_rss_mb() -> float:
+    """This process's peak resident memory so far (MiB; Linux ``ru_maxrss`` is in KiB)."""
+    import resource
+    import sys
+
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return peak / (2**20 if sys.platform == "darwin" else 2**10)
+
+
+def gemm_peak_gflops(
+    device: torch.device, dtype: torch.dtype = torch.float32, n: int = 2048, repeats: int = 5
+) -> float:
+    """Best-of-``repeats`` GFLOP/s of an n×n matmul on ``device`` in ``dtype`` (2n³ flops)."""
+    a = torch.randn(n, n, device=device).to(dtype)
+    b = torch.randn(n, n, device=device).to(dtype)
+    best = float("inf")
+    for _ in range(repeats + 1):
+        _sync(device)
+        t0 = time.perf_counter()
+        a @ b
+        _sync(device)
+        best = min(best, time.perf_counter() - t0)
+    return 2 * n**3 / best / 1e9
+
+
+def matmul_gflop(model: torch.nn.Module, rows: int) -> float:
+    """GFLOP of the linear layers of ``model`` for a training step on ``rows`` inputs: forward
+    2·rows·in·out per layer, backward twice that (input and weight gradients)."""
+    total = sum(
+        m.in_features * m.out_features for m in model.modules() if isinstance(m, torch.nn.Linear)
+    )
+    return 3 * 2 * rows * total / 1e9
 
 
 def _sync(device: torch.device) -> None:
@@ -43,8 +98,15 @@ def _sync(device: torch.device) -> None:
 
 
 def bench_steps(
-    setting: Setting, batch_size: int = 6144, steps: int = 5, warmup: int = 2, device: str = "cpu"
+    setting: Setting,
+    batch_size: int = 6144,
+    steps: int = 5,
+    warmup: int = 2,
+    device: str = "cpu",
+    precision: str | None = None,
 ) -> BenchResult:
+    """Time ``steps`` training steps (after ``warmup``) of ``setting`` at ``batch_size`` on
+    ``device`` with ``precision`` (default: the setting's ``train.precision``)."""
     if setting.data is not None and setting.data.kind == "rendered":
         # The step time does not depend on the data set's size (beyond the nearest-neighbour
         # lookup, logarithmically): time on a small rendered set, not the paper's 250k images.
@@ -61,7 +123,11 @@ def bench_steps(
                 f"--{name.replace('_', '-')} must be a whole number >= {low}, got {value!r}."
             )
     device = resolve_device(device)
+    precision = precision or setting.train.precision
+    if precision not in ("fp32", "bf16"):
+        raise ConfigError(f"--precision must be fp32 or bf16, got {precision!r}.")
     exp = Experiment.build(setting, device)
+    autocast = torch.autocast(exp.device.type, dtype=torch.bfloat16, enabled=precision == "bf16")
     opt = torch.optim.Adam(exp.encoder.parameters(), lr=1e-4)
     gen = exp.stream_generator("train/batches")
     dev = exp.device
@@ -75,13 +141,16 @@ def bench_steps(
         _sync(dev)
         t1 = time.perf_counter()
         if split:  # time the encoder and the loss apart
-            h, h_pos = exp.encoder(torch.cat([batch.x, batch.x_pos])).split(batch_size)
+            with autocast:
+                h = exp.encoder(torch.cat([batch.x, batch.x_pos]))
+            h, h_pos = h.float().split(batch_size)
             _sync(dev)
             t2 = time.perf_counter()
             loss = obj.loss(h, h_pos)
         else:
             t2 = t1
-            loss = obj(exp.encoder, batch)
+            with autocast:
+                loss = obj(exp.encoder, batch)
         _sync(dev)
         t3 = time.perf_counter()
         opt.zero_grad()
@@ -93,6 +162,17 @@ def bench_steps(
             for key, dt in zip(times, (t1 - t0, t2 - t1, t3 - t2, t4 - t3), strict=True):
                 times[key].append(dt)
     stages = {k: statistics.median(v) for k, v in times.items()}
+    rows = batch_size * (2 + int(getattr(obj, "n_negatives", 0)))
+    peak_dtype = torch.bfloat16 if precision == "bf16" else torch.float32
     return BenchResult(
-        setting.name, batch_size, str(dev), torch.get_num_threads(), sum(stages.values()), stages
+        setting.name,
+        batch_size,
+        str(dev),
+        torch.get_num_threads(),
+        sum(stages.values()),
+        stages,
+        precision,
+        peak_rss_mb(),
+        matmul_gflop(exp.encoder, rows),
+        gemm_peak_gflops(dev, peak_dtype),
     )

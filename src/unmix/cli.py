@@ -382,22 +382,38 @@ def bench(
     plugin: PluginOpt = None,
     batch_size: Annotated[int, typer.Option(help="Batch size (paper: 6144).", min=2)] = 6144,
     steps: Annotated[int, typer.Option(help="Timed steps (after 2 warm-up steps).", min=1)] = 5,
-    device: Annotated[str, typer.Option(help="cpu or cuda.")] = "cpu",
+    device: Annotated[str, typer.Option(help="cpu, cuda, cuda:N or auto.")] = "cpu",
+    precision: Annotated[
+        str | None, typer.Option(help="fp32 or bf16 (default: the setting's train.precision).")
+    ] = None,
+    threads: Annotated[int | None, typer.Option(help="Torch CPU threads (default: all).")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
 ):
-    """Time training steps at the paper's architecture and batch size, stage by stage."""
+    """Time training steps at the paper's architecture and batch size, stage by stage, beside the
+    step's matmul GFLOP and the GEMM peak measured in the same run."""
+    import torch
+
     from unmix.bench import bench_steps
 
     try:
         _plugins(plugin)
         s = _resolve(setting, None, overrides, {}).setting
-        r = bench_steps(s, batch_size, steps, device=device)
+        if threads is not None:
+            if threads < 1:
+                raise ConfigError(f"--threads must be >= 1, got {threads}.")
+            torch.set_num_threads(threads)
+        r = bench_steps(s, batch_size, steps, device=device, precision=precision)
     except UnmixError as err:
         _fail(err)
+    if as_json:
+        print(json.dumps(r.to_dict()))
+        return
     stages = ", ".join(f"{k} {v:.3f}" for k, v in r.stages.items())
     console.print(
-        f"{r.setting}: batch {r.batch_size} on {r.device} ({r.threads} threads): "
-        f"{r.seconds_per_step:.3f} s/step = {r.steps_per_second:.2f} steps/s "
-        f"[{stages} s]",
+        f"{r.setting}: batch {r.batch_size} on {r.device} ({r.threads} threads, {r.precision}): "
+        f"{r.seconds_per_step:.3f} s/step = {r.steps_per_second:.2f} steps/s [{stages} s]; "
+        f"{r.gflops:.1f} GFLOP of matmuls per step = {100 * r.fraction_of_peak:.0f} % of the "
+        f"measured GEMM peak ({r.gemm_peak_gflops:.0f} GFLOP/s); peak RSS {r.peak_rss_mb:.0f} MB",
         markup=False,
         highlight=False,
     )

@@ -309,6 +309,11 @@ class TrainSpec(_Strict):
     checkpoint_every: int = Field(default=1000, ge=1)
     checkpoint_seconds: float = Field(default=60.0, gt=0, allow_inf_nan=False)
     threads: int = Field(default=1, ge=1, le=1024)
+    precision: Literal["fp32", "bf16"] = Field(
+        default="fp32",
+        description="bf16: the model's forward runs under bfloat16 autocast (CPU or GPU); the "
+        "loss, its gradient's finiteness check and every metric stay in float32",
+    )
 
 
 class Seeds(_Strict):

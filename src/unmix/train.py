@@ -187,6 +187,9 @@ def _train(setting, out_dir, device, resume, progress, on_eval, provenance) -> R
         )
         runs.write_csv(run_dir / runs.METRICS, history)
 
+    autocast = torch.autocast(
+        exp.device.type, dtype=torch.bfloat16, enabled=spec.precision == "bf16"
+    )
     t_start = time.perf_counter()
     last_checkpoint = t_start
     train_time = 0.0
@@ -196,7 +199,8 @@ def _train(setting, out_dir, device, resume, progress, on_eval, provenance) -> R
     try:
         for step in range(start_step, spec.steps if opt else 0):
             t0 = time.perf_counter()
-            loss = exp.loss(gen, spec.batch_size)
+            with autocast:
+                loss = exp.loss(gen, spec.batch_size)
             bad = None if torch.isfinite(loss) else f"the loss became {loss.item()}"
             if bad is None:
                 opt.zero_grad(set_to_none=True)

@@ -80,10 +80,10 @@ class Contrastive(Objective):
 
     def forward(self, model: nn.Module, batch: Batch) -> torch.Tensor:
         b = batch.size
-        h, h_pos = model(torch.cat([batch.x, batch.x_pos])).split(b)
+        h, h_pos = model(torch.cat([batch.x, batch.x_pos])).float().split(b)  # loss in fp32
         if self.n_negatives:
             neg = batch.x_neg
-            h_neg = model(neg.reshape(-1, *neg.shape[2:]))
+            h_neg = model(neg.reshape(-1, *neg.shape[2:])).float()
             return self.loss(h, h_pos, h_neg.reshape(b, self.n_negatives, -1))
         return self.loss(h, h_pos)
 
@@ -98,7 +98,7 @@ class SupervisedObjective(Objective):
         self.loss = loss
 
     def forward(self, model: nn.Module, batch: Batch) -> torch.Tensor:
-        return self.loss(model(batch.x), batch.z)
+        return self.loss(model(batch.x).float(), batch.z)
 
 
 class ELBOObjective(Objective):
@@ -111,7 +111,8 @@ class ELBOObjective(Objective):
         self.elbo = elbo
 
     def forward(self, model: nn.Module, batch: Batch) -> torch.Tensor:
-        return self.elbo(model, batch.x, batch.generator)
+        with torch.autocast(batch.x.device.type, enabled=False):  # the ELBO's densities: fp32
+            return self.elbo(model, batch.x.float(), batch.generator)
 
     def terms(self, *args, **kwargs):
         """The ELBO's terms (:meth:`unmix.objectives.elbo.ELBO.terms`)."""

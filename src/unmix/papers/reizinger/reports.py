@@ -3,7 +3,7 @@ r"""Reizinger et al. 2022 (paper 004): Figs. 2, 3 and 4, run and reported beside
 ``reproduce("reizinger-fig3", budget="quick", seeds=1)`` trains every preset of the target (one
 run directory per (preset, seed) under ``out/budget``, skipping finished runs, one torch thread per
 run), then writes ``<target>.csv`` (one row per run with every metric of
-:func:`unmix.experiment.evaluate_vae`), ``<target>.md`` (tables and fitted slopes) and
+:func:the `vae` metric (`unmix.metrics.vae.vae_metrics`)), ``<target>.md`` (tables and fitted slopes) and
 ``<target>.png`` (the figure, laid out as in the paper):
 
 * **reizinger-fig2** (Sec. 4.1, self-consistency) — left: posterior variances
@@ -498,7 +498,7 @@ def fig4_report(rows: list[dict], out: Path) -> str:
         "",
         "log p(x) is the change-of-variables log-likelihood of the noiseless data (eq. (4), exact "
         "as γ → ∞); ELBO* maximises each observation's ELBO over its posterior (eq. (10)), "
-        "starting from the trained encoder (`unmix.reproduce.reizinger.refined_elbo`); log p(x), "
+        "starting from the trained encoder (`unmix.papers.reizinger.reports.refined_elbo`); log p(x), "
         "C_IMA and ELBO* are means over the same refined evaluation points. The trained "
         "encoder's own ELBO (last column, over all evaluation points) adds its amortisation "
         "error. ± is the std over seeds (the mixing changes with the data seed).",
