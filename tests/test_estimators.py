@@ -165,3 +165,10 @@ def test_cli_fit_writes_encoder_features_and_reports_mcc(walk, tmp_path):
     assert result.exit_code == 0 and "MCC" not in result.output, result.output
     result = runner.invoke(app, ["fit", str(tmp_path / "none.npz"), "--out", str(out)])
     assert result.exit_code == 2 and "does not exist" in result.output
+
+
+def test_feature_names_and_pandas_output(walk):
+    _, x = walk
+    enc = ContrastiveEncoder(steps=2, n_components=2).set_output(transform="pandas").fit(x)
+    df = enc.transform(x)
+    assert list(df.columns) == ["contrastiveencoder0", "contrastiveencoder1"]

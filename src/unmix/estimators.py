@@ -54,7 +54,7 @@ from typing import Any
 
 import numpy as np
 import torch
-from sklearn.base import BaseEstimator, TransformerMixin
+from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 import unmix.objectives  # noqa: F401  (registers the objectives)
@@ -112,8 +112,15 @@ def _hidden(value: Any) -> tuple[int, ...]:
     return tuple(int(w) for w in widths)
 
 
-class _TorchEncoder(TransformerMixin, BaseEstimator):
-    """Shared machinery: validation, standardisation, the Adam loop, encoding, save/load."""
+class _TorchEncoder(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
+    """Shared machinery: validation, standardisation, the Adam loop, encoding, save/load.
+
+    ``get_feature_names_out()`` names the features ``contrastiveencoder0``, … (so
+    ``set_output(transform="pandas")`` works)."""
+
+    @property
+    def _n_features_out(self) -> int:
+        return self.n_components_
 
     # ----------------------------------------------------------------------- to be provided
     def _check_params(self) -> None:  # pragma: no cover - abstract
