@@ -95,8 +95,13 @@ def settings(
     ] = None,
     overrides: OverridesArg = None,
     plugin: PluginOpt = None,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print JSON (the list, or the --show setting).")
+    ] = False,
 ):
-    """List the presets (or print one as YAML, fully resolved, a starting point for your own)."""
+    """List the presets (or print one as YAML, fully resolved, a starting point for your own).
+
+    When the output is not a terminal the list is a plain Markdown table (nothing truncated)."""
     from unmix import papers
     from unmix.settings import label
 
@@ -104,31 +109,67 @@ def settings(
         _plugins(plugin)
         if show:
             resolved = _resolve(show, budget, overrides, {})
+            if as_json:
+                print(json.dumps(resolved.setting.to_dict(), indent=2, ensure_ascii=False))
+                return
             console.print(resolved.setting.to_yaml(), highlight=False, markup=False, end="")
             return
         if budget or overrides:
             raise ConfigError("--budget and overrides apply to --show NAME")
     except UnmixError as err:
         _fail(err)
-    table = Table()
-    table.add_column("preset", no_wrap=True)
-    for column in ("space", "p(z)", "p(z̃|z)", "model", "objective", "source"):
-        table.add_column(column)
+    columns = ("preset", "space", "p(z)", "p(z̃|z)", "model", "objective", "source")
+    rows = []
     for p in papers.PRESETS.values():
         s = p.setting
         model = s.model
-        table.add_row(
-            p.name,
-            s.latent.space,
-            s.latent.marginal.label(),
-            s.latent.conditional.label() if s.latent.conditional else "–",
-            f"vae ({model.vae.prior} prior)"
-            if model.kind == "vae"
-            else getattr(model, "space", model.kind),
-            label(s.objective),
-            p.source.split(", ", 1)[-1],
+        rows.append(
+            (
+                p.name,
+                s.latent.space,
+                s.latent.marginal.label(),
+                s.latent.conditional.label() if s.latent.conditional else "–",
+                f"vae ({model.vae.prior} prior)"
+                if model.kind == "vae"
+                else getattr(model, "space", model.kind),
+                label(s.objective),
+                p.source.split(", ", 1)[-1],
+            )
         )
+    if as_json:
+        print(
+            json.dumps(
+                [dict(zip(columns, r, strict=True)) for r in rows], indent=2, ensure_ascii=False
+            )
+        )
+        return
+    if not _is_terminal():
+        print(_markdown_table(columns, rows))
+        return
+    table = Table()
+    table.add_column(columns[0], no_wrap=True)
+    for column in columns[1:]:
+        table.add_column(column)
+    for row in rows:
+        table.add_row(*row)
     console.print(table)
+
+
+def _is_terminal() -> bool:
+    import sys
+
+    return sys.stdout.isatty()
+
+
+def _markdown_table(columns, rows) -> str:
+    """A plain Markdown table: one line per row, nothing truncated (for pipes and files)."""
+
+    def cell(v) -> str:
+        return str(v).replace("|", "\\|")
+
+    lines = ["| " + " | ".join(map(cell, columns)) + " |", "|" + "---|" * len(columns)]
+    lines += ["| " + " | ".join(map(cell, r)) + " |" for r in rows]
+    return "\n".join(lines)
 
 
 @app.command()
@@ -417,6 +458,119 @@ def bench(
         markup=False,
         highlight=False,
     )
+
+
+@app.command()
+def fit(
+    data: Annotated[
+        Path,
+        typer.Argument(help=".npz with x (and x_pos, or a sequence x with --offset; z optional)."),
+    ],
+    out: Annotated[Path, typer.Option(help="Directory for the fitted encoder and features.")],
+    offset: Annotated[
+        int | None, typer.Option(help="x is a sequence: pairs (x[t], x[t+K]) (default 1).", min=1)
+    ] = None,
+    space: Annotated[str, typer.Option(help="sphere, box or unbounded.")] = "sphere",
+    conditional: Annotated[
+        str | None,
+        typer.Option(help="vmf, normal or laplace (default: vmf on a sphere, else laplace)."),
+    ] = None,
+    tau: Annotated[float, typer.Option(help="Temperature τ of the loss.")] = 1.0,
+    n_components: Annotated[
+        int | None, typer.Option(help="Feature dimension (default: x's).")
+    ] = None,
+    steps: Annotated[int, typer.Option(help="Adam steps.")] = 1000,
+    batch_size: Annotated[int, typer.Option(help="Pairs per step.")] = 512,
+    lr: Annotated[float, typer.Option(help="Adam learning rate.")] = 1e-3,
+    seed: Annotated[int, typer.Option(help="Training seed (init, batches).")] = 0,
+    threads: Annotated[int, typer.Option(help="Torch CPU threads.")] = 1,
+    device: Annotated[str, typer.Option(help="cpu, cuda or cuda:N.")] = "cpu",
+):
+    """Fit a contrastive encoder to your own data (unmix.estimators.ContrastiveEncoder).
+
+    Writes encoder.pt (tensors only) and params.json (reload with
+    unmix.estimators.load_estimator), and features.npy; prints the MCC if the file holds z."""
+    import numpy as np
+
+    from unmix.estimators import ContrastiveEncoder
+
+    try:
+        arrays = _load_npz(data)
+        if "x" not in arrays:
+            raise ConfigError(f"{data} has no array 'x' (it holds: {', '.join(arrays) or 'none'})")
+        x = arrays["x"]
+        x_pos = arrays.get("x_pos")
+        if x_pos is not None and offset is not None:
+            raise ConfigError(f"{data} holds x_pos: pairs are given, so drop --offset")
+        cond = conditional or ("vmf" if space == "sphere" else "laplace")
+        enc = ContrastiveEncoder(
+            space=space,
+            conditional=cond,
+            tau=tau,
+            n_components=n_components,
+            steps=steps,
+            batch_size=batch_size,
+            lr=lr,
+            seed=seed,
+            device=device,
+            threads=threads,
+        )
+        if x_pos is not None:
+            enc.fit(x, x_pos=x_pos)
+        else:
+            enc.fit(x, offset=offset or 1)
+        enc.save(out)
+        features = enc.transform(x)
+        import io
+
+        from unmix.runs import atomic_write_bytes
+
+        buf = io.BytesIO()
+        np.save(buf, features)
+        atomic_write_bytes(out / "features.npy", buf.getvalue())
+        score = enc.score(x, arrays["z"]) if "z" in arrays else None
+    except (UnmixError, ValueError) as err:
+        _fail(err)
+    pairs = "x, x_pos" if x_pos is not None else f"x at offset {enc.offset_}"
+    line = f"fitted {cond} encoder on {space} to {pairs} ({steps} steps)"
+    if score is not None:
+        line += f": MCC {score:.4f}"
+    console.print(f"{line} → {out}", highlight=False, markup=False)
+
+
+def _load_npz(path: Path) -> dict:
+    import numpy as np
+
+    try:
+        with np.load(path, allow_pickle=False) as f:
+            return {k: f[k] for k in f.files if f[k].dtype != object}
+    except FileNotFoundError:
+        raise ConfigError(f"{path} does not exist") from None
+    except (OSError, ValueError) as err:
+        raise ConfigError(f"{path} is not a readable .npz file ({err})") from None
+
+
+@app.command()
+def results(
+    paths: Annotated[list[Path], typer.Argument(help="Run directories or folders holding runs.")],
+    csv: Annotated[Path | None, typer.Option(help="Also write the table to this CSV.")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON records instead.")] = False,
+):
+    """Gather the runs found (recursively) below the paths into one table (Markdown)."""
+    from unmix.results import gather, to_markdown
+
+    try:
+        df = gather(paths)
+        if csv is not None:
+            from unmix.runs import atomic_write_text
+
+            atomic_write_text(csv, df.to_csv(index=False))
+    except UnmixError as err:
+        _fail(err)
+    if as_json:
+        print(df.to_json(orient="records", indent=2))
+    else:
+        print(to_markdown(df) if len(df) else "no runs found (no summary.json below the paths)")
 
 
 if __name__ == "__main__":
