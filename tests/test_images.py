@@ -7,12 +7,12 @@ import torch
 from typer.testing import CliRunner
 
 from unmix import papers as presets
-from unmix.resolve import load_with_budget
 from unmix.cli import app
 from unmix.errors import ConfigError
 from unmix.experiment import Experiment
 from unmix.render import SpritesRenderer
 from unmix.render.module import RenderMixing
+from unmix.resolve import load_with_budget
 from unmix.settings import Setting
 
 runner = CliRunner()
@@ -91,8 +91,12 @@ def test_nearest_latent_pairs_are_neighbours_of_a_conditional_draw():
     # recover the indices: every anchor image is a training image with latent z
     idx = torch.cdist(z, lat).argmin(1)
     assert torch.equal(lat[idx], z)
-    pos = torch.stack([(exp.data.train.images(torch.arange(len(lat))) - p).abs().flatten(1).sum(1)
-                       .argmin() for p in x_pos])
+    pos = torch.stack(
+        [
+            (exp.data.train.images(torch.arange(len(lat))) - p).abs().flatten(1).sum(1).argmin()
+            for p in x_pos
+        ]
+    )
     assert (pos != idx).all()  # the anchor itself is never its own positive
     # positives are much closer in latent space than random pairs (σ = 0.1 per factor)
     d_pos = (lat[pos] - z).norm(dim=1).mean()
@@ -135,8 +139,20 @@ def test_image_vae_has_conv_nets_and_flat_observations():
 
 def test_render_command_pre_renders_and_resumes(tmp_path):
     root = tmp_path / "scenes"
-    args = ["render", "zimmermann-table4-row1", "--budget", "smoke", "--root", str(root),
-            "--n-train", "40", "--n-test", "20", "--size", "16"]
+    args = [
+        "render",
+        "zimmermann-table4-row1",
+        "--budget",
+        "smoke",
+        "--root",
+        str(root),
+        "--n-train",
+        "40",
+        "--n-test",
+        "20",
+        "--size",
+        "16",
+    ]
     result = runner.invoke(app, args)
     assert result.exit_code == 0, result.output
     assert (root / "train" / "meta.json").exists() and (root / "test" / "images.npy").exists()
@@ -148,8 +164,9 @@ def test_render_command_pre_renders_and_resumes(tmp_path):
 
 def test_table4_smoke_reproduction(tmp_path):
     out = tmp_path / "results"
-    result = runner.invoke(app, ["reproduce", "zimmermann-table4", "--budget", "smoke",
-                                 "--out", str(out)])
+    result = runner.invoke(
+        app, ["reproduce", "zimmermann-table4", "--budget", "smoke", "--out", str(out)]
+    )
     assert result.exit_code == 0, result.output
     df = pd.read_csv(out / "smoke" / "zimmermann-table4.csv")
     assert len(df) == 5 + 1  # five rows + the supervised baseline (no Identity for images)
@@ -161,8 +178,9 @@ def test_table4_smoke_reproduction(tmp_path):
 
 def test_fig5_smoke_reproduction(tmp_path):
     out = tmp_path / "results"
-    result = runner.invoke(app, ["reproduce", "reizinger-fig5", "--budget", "smoke",
-                                 "--out", str(out)])
+    result = runner.invoke(
+        app, ["reproduce", "reizinger-fig5", "--budget", "smoke", "--out", str(out)]
+    )
     assert result.exit_code == 0, result.output
     md = (out / "smoke" / "reizinger-fig5.md").read_text()
     assert "| scale |" in md and "0.933" in md
@@ -183,7 +201,6 @@ def test_every_image_preset_is_valid_at_every_budget():
 
 def test_bench_times_a_finite_data_set_on_a_small_render():
     from unmix.bench import BENCH_IMAGES, bench_steps
-
     from unmix.datasets import data_root
 
     s = load_with_budget("zimmermann-table4-row5", "smoke")  # augmentations, sphere model
@@ -197,8 +214,8 @@ def test_bench_times_a_finite_data_set_on_a_small_render():
 def test_per_factor_scores_of_a_permuted_sign_flipped_copy_are_one():
     import numpy as np
 
-    from unmix.metrics.registered import per_factor_scores
     from unmix.metrics import mcc, r2_affine
+    from unmix.metrics.registered import per_factor_scores
 
     z = np.random.default_rng(0).random((2000, 4))
     z_hat = -3.0 * z[:, [2, 0, 3, 1]] + 1.0

@@ -35,8 +35,19 @@ def test_column_settings():
 def test_reproduce_table1_smoke_end_to_end(tmp_path):
     """The CI smoke run: every row of Table 1 trains briefly and the report sits beside the paper."""
     out = tmp_path / "results"
-    result = runner.invoke(app, ["reproduce", "zimmermann-table1", "--budget", "smoke",
-                                 "--out", str(out), "--workers", "1"])
+    result = runner.invoke(
+        app,
+        [
+            "reproduce",
+            "zimmermann-table1",
+            "--budget",
+            "smoke",
+            "--out",
+            str(out),
+            "--workers",
+            "1",
+        ],
+    )
     assert result.exit_code == 0, result.output
     df = pd.read_csv(out / "smoke" / "zimmermann-table1.csv")
     assert len(df) == 12 + 5 + 5
@@ -44,8 +55,9 @@ def test_reproduce_table1_smoke_end_to_end(tmp_path):
     md = (out / "smoke" / "zimmermann-table1.md").read_text()
     assert "99.42 ± 0.05" in md and md.count("\n| ") == 13  # header + 12 rows
     # a second call finds every run finished and trains nothing
-    again = runner.invoke(app, ["reproduce", "zimmermann-table1", "--budget", "smoke",
-                                "--out", str(out)])
+    again = runner.invoke(
+        app, ["reproduce", "zimmermann-table1", "--budget", "smoke", "--out", str(out)]
+    )
     assert again.exit_code == 0 and again.output.count("skip") == len(df)
 
 
@@ -63,8 +75,10 @@ def test_quick_budget_rule_matches_tau_to_the_conditional():
 def test_fig2_report_plots_r2_beside_the_mass_to_move(tmp_path):
     from unmix.papers.zimmermann.reports import fig2_report
 
-    rows = [{"preset": p.name, "column": "unsupervised", "r2": 0.9}
-            for p in presets.in_group("zimmermann-fig2")]
+    rows = [
+        {"preset": p.name, "column": "unsupervised", "r2": 0.9}
+        for p in presets.in_group("zimmermann-fig2")
+    ]
     md = fig2_report(rows, tmp_path)
     assert (tmp_path / "zimmermann-fig2.png").stat().st_size > 10_000
     assert md.count("| sphere |") == len(zimmermann_presets.FIG2_SPHERE_KAPPAS)

@@ -62,7 +62,9 @@ def test_seeds_are_separate():
     assert torch.equal(e0.eval_data(), e_train.eval_data())
     assert all(
         torch.equal(a, b)
-        for a, b in zip(e0.mixing.state_dict().values(), e_train.mixing.state_dict().values(), strict=False)
+        for a, b in zip(
+            e0.mixing.state_dict().values(), e_train.mixing.state_dict().values(), strict=False
+        )
     )
     w0 = next(e0.encoder.parameters())
     assert not torch.equal(w0, next(e_train.encoder.parameters()))
@@ -90,7 +92,8 @@ def test_resume_gives_the_same_result_as_an_uninterrupted_run(tmp_path):
         assert resumed.summary[key] == full.summary[key]
     for a, b in zip(
         full.experiment.encoder.state_dict().values(),
-        resumed.experiment.encoder.state_dict().values(), strict=False,
+        resumed.experiment.encoder.state_dict().values(),
+        strict=False,
     ):
         assert torch.equal(a, b)
     assert len(pd.read_csv(tmp_path / "cut" / runs.METRICS)) == 2

@@ -20,7 +20,7 @@ def test_streams_are_deterministic_and_distinct_across_names_and_seeds():
 
 def test_stream_seed_is_the_seed_sequence_state():
     # independent reference: the documented SeedSequence construction, by hand
-    name = "train/batches".encode()
+    name = b"train/batches"
     words = [len(name)] + [
         int.from_bytes(name[i : i + 4], "little") for i in range(0, len(name), 4)
     ]

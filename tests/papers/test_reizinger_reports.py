@@ -29,6 +29,7 @@ def preset_setting(preset, budget: str, seed: int):
     """The preset's setting under ``budget`` with data and training seed ``seed``."""
     return resolve(preset.name, budget, seeds={"data": seed, "train": seed}).setting
 
+
 runner = CliRunner()
 
 

@@ -13,8 +13,8 @@ from scipy import integrate, stats
 
 from unmix.distributions.vmf import VonMisesFisher, vmf_mean_resultant_length
 from unmix.metrics.align_uniform import uniform_loss, uniformity_term
-from unmix.special import vmf_log_normalizer
 from unmix.papers.wang_isola import checks as wi
+from unmix.special import vmf_log_normalizer
 
 # ---------------------------------------------------------------- the checks, at reduced size
 
