@@ -46,6 +46,9 @@ _PUBLIC = {
     "Resolved": "unmix.resolve",
     "load_setting": "unmix.resolve",
     "load_plugins": "unmix.plugins",
+    "ContrastiveEncoder": "unmix.estimators",
+    "VAEEncoder": "unmix.estimators",
+    "load_run": "unmix.results",
 }
 
 __all__ = ["__version__", *_PUBLIC]
