@@ -218,6 +218,9 @@ def train(
         ),
     ] = None,
     progress: Annotated[bool, typer.Option(help="Show a progress bar.")] = True,
+    tensorboard: Annotated[
+        bool, typer.Option(help="Write TensorBoard event files into OUT/tensorboard.")
+    ] = False,
 ):
     """Train an encoder on a setting and write a run directory (config, metrics.csv, summary.json).
 
@@ -245,6 +248,7 @@ def train(
             resume=resume,
             progress=progress,
             provenance=resolved.provenance,
+            tensorboard=tensorboard,
         )
     except UnmixError as err:
         _fail(err)
@@ -320,6 +324,9 @@ def reproduce(
     ] = True,
     device: Annotated[str, typer.Option(help="cpu or cuda.")] = "cpu",
     backend: Annotated[str, typer.Option(help="local or ray.")] = "local",
+    tensorboard: Annotated[
+        bool, typer.Option(help="TensorBoard files for every run and for the report's figures.")
+    ] = False,
 ):
     """Run a paper's table or figure (skipping finished runs) and write it beside the paper's values.
 
@@ -355,6 +362,7 @@ def reproduce(
             backend,
             done,
             overrides=parse_overrides(overrides),
+            tensorboard=tensorboard,
         )
     except SweepInterrupted as err:
         err_console.print(str(err), markup=False, highlight=False)

@@ -47,6 +47,7 @@ BUDGETS: dict[str, dict[str, Any]] = {
         "train.eval_every": 20,
         "train.eval_samples": 256,
         "train.checkpoint_every": 20,
+        "train.keep_checkpoint": "none",  # a smoke run proves the pipeline: no 10 MB files
     },
     # Found by the search in docs/quick_budget_search.md (with the papers' own recipes on top):
     # a larger learning rate with warm-up and cosine decay.

@@ -309,6 +309,11 @@ class TrainSpec(_Strict):
     checkpoint_every: int = Field(default=1000, ge=1)
     checkpoint_seconds: float = Field(default=60.0, gt=0, allow_inf_nan=False)
     threads: int = Field(default=1, ge=1, le=1024)
+    keep_checkpoint: Literal["last", "best", "none"] = Field(
+        default="last",
+        description="what checkpoint.pt holds after the run: the last state (resumable), the "
+        "weights of the best evaluation by the first metric, or nothing (deleted)",
+    )
     precision: Literal["fp32", "bf16"] = Field(
         default="fp32",
         description="bf16: the model's forward runs under bfloat16 autocast (CPU or GPU); the "

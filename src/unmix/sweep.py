@@ -63,21 +63,29 @@ class Job:
     run_dir: Path
     device: str = "cpu"
     provenance: dict[str, str] | None = field(default=None, compare=False, hash=False)
+    tensorboard: bool = False
 
     def __reduce__(self):
         # a worker process rebuilds the job after importing the parent's plugins, so that a
         # setting of user-registered kinds validates there too
         from unmix.plugins import LOADED
 
-        state = (self.setting.to_dict(), self.run_dir, self.device, self.provenance, list(LOADED))
+        state = (
+            self.setting.to_dict(),
+            self.run_dir,
+            self.device,
+            self.provenance,
+            self.tensorboard,
+            list(LOADED),
+        )
         return (_rebuild_job, state)
 
 
-def _rebuild_job(setting, run_dir, device, provenance, plugins) -> Job:
+def _rebuild_job(setting, run_dir, device, provenance, tensorboard, plugins) -> Job:
     from unmix.plugins import load_plugins
 
     load_plugins(plugins)
-    return Job(Setting.from_dict(setting), run_dir, device, provenance)
+    return Job(Setting.from_dict(setting), run_dir, device, provenance, tensorboard)
 
 
 @dataclass
@@ -118,7 +126,12 @@ def train_job(job: Job) -> dict[str, Any]:
         # (renamed, nothing is lost) and train afresh instead of refusing forever
         summary.rename(summary.with_name(f"{runs.SUMMARY}.unfinished-{int(time.time())}"))
     return train(
-        job.setting, job.run_dir, device=job.device, resume=resume, provenance=job.provenance
+        job.setting,
+        job.run_dir,
+        device=job.device,
+        resume=resume,
+        provenance=job.provenance,
+        tensorboard=job.tensorboard,
     ).summary
 
 

@@ -24,6 +24,7 @@ from unmix.devices import resolve_device
 from unmix.errors import CheckpointError, ConfigError, TrainingError
 from unmix.experiment import Experiment
 from unmix.settings import Setting, TrainSpec
+from unmix.tracking import Callback
 
 
 @dataclass
@@ -60,6 +61,8 @@ def train(
     progress: bool = False,
     on_eval: Callable[[dict[str, Any]], None] | None = None,
     provenance: dict[str, str] | None = None,
+    callbacks: list[Callback] | None = None,
+    tensorboard: bool = False,
 ) -> RunResult:
     """Train the setting's model with its objective; return the summary and history.
 
@@ -70,19 +73,41 @@ def train(
     ``provenance`` (from :func:`unmix.resolve.resolve`) maps each field that differs from its
     default to the layer that set it; it is written into ``manifest.json``. The run uses
     ``setting.train.threads`` torch threads (restored afterwards).
+
+    ``callbacks`` (:class:`unmix.tracking.Callback`) see the run start, every step, every
+    evaluation and the end; ``on_eval`` is a shorthand for one ``on_eval`` hook.
+    ``tensorboard=True`` adds a :class:`unmix.tracking.TensorBoard` writer into
+    ``out_dir/tensorboard``. ``train.keep_checkpoint`` says what stays on disk at the end.
     """
     device = resolve_device(device)
+    hooks = list(callbacks or [])
+    if on_eval is not None:
+        hooks.append(_EvalHook(on_eval))
     threads_before = torch.get_num_threads()
     torch.set_num_threads(setting.train.threads)
     try:
         if out_dir is None:
-            return _train(setting, None, device, resume, progress, on_eval, provenance)
+            if tensorboard:
+                raise ConfigError("--tensorboard writes into the run directory: give --out")
+            return _train(setting, None, device, resume, progress, hooks, provenance)
         run_dir = _prepare_run_dir(Path(out_dir))
         with runs.run_lock(run_dir):  # a second process on this directory is refused
             runs.clean_temp_files(run_dir)  # left by a write that was killed
-            return _train(setting, run_dir, device, resume, progress, on_eval, provenance)
+            if tensorboard:
+                from unmix.tracking import TensorBoard
+
+                hooks.append(TensorBoard(run_dir / "tensorboard"))
+            return _train(setting, run_dir, device, resume, progress, hooks, provenance)
     finally:
         torch.set_num_threads(threads_before)
+
+
+class _EvalHook(Callback):
+    def __init__(self, fn: Callable[[dict[str, Any]], None]) -> None:
+        self.fn = fn
+
+    def on_eval(self, row: dict[str, Any]) -> None:
+        self.fn(row)
 
 
 def _prepare_run_dir(path: Path) -> Path:
@@ -103,7 +128,7 @@ def _prepare_run_dir(path: Path) -> Path:
     return path
 
 
-def _train(setting, out_dir, device, resume, progress, on_eval, provenance) -> RunResult:
+def _train(setting, out_dir, device, resume, progress, hooks, provenance) -> RunResult:
     if device.startswith("cuda"):
         torch.backends.cuda.matmul.allow_tf32 = True
         torch.backends.cudnn.allow_tf32 = True
@@ -163,8 +188,13 @@ def _train(setting, out_dir, device, resume, progress, on_eval, provenance) -> R
         row["eval_s"] = time.perf_counter() - t0
         row["elapsed_s"] = elapsed_before + (time.perf_counter() - t_start)
         history.append(row)
-        if on_eval:
-            on_eval(row)
+        if spec.keep_checkpoint == "best":  # by the setting's first metric (higher is better)
+            key = setting.metric_names[0]
+            value = row.get(key, math.nan)
+            if math.isfinite(value) and value > best.get("value", -math.inf):
+                best.update(value=value, step=step, metric=key, state=_copy_state(exp.encoder))
+        for hook in hooks:
+            hook.on_eval(row)
         return row
 
     def checkpoint(step: int) -> None:
@@ -187,6 +217,16 @@ def _train(setting, out_dir, device, resume, progress, on_eval, provenance) -> R
         )
         runs.write_csv(run_dir / runs.METRICS, history)
 
+    for hook in hooks:
+        hook.on_start(
+            {
+                "setting": setting.name,
+                "flat_setting": _flat(setting.to_dict()),
+                "run_dir": run_dir,
+                "start_step": start_step,
+            }
+        )
+    best: dict[str, Any] = {}
     autocast = torch.autocast(
         exp.device.type, dtype=torch.bfloat16, enabled=spec.precision == "bf16"
     )
@@ -218,6 +258,8 @@ def _train(setting, out_dir, device, resume, progress, on_eval, provenance) -> R
             train_time += time.perf_counter() - t0
             last_loss = loss.item()
             done = step + 1
+            for hook in hooks:
+                hook.on_step(done, last_loss, opt.param_groups[0]["lr"])
             if done % spec.eval_every == 0 or done == spec.steps:
                 row = evaluate(done, last_loss)
                 if bar:
@@ -255,9 +297,32 @@ def _train(setting, out_dir, device, resume, progress, on_eval, provenance) -> R
     if run_dir is not None:
         checkpoint(spec.steps)
         runs.write_json(run_dir / runs.SUMMARY, summary)
+        if spec.keep_checkpoint == "none":  # results stay; the run can no longer be resumed
+            (run_dir / runs.CHECKPOINT).unlink(missing_ok=True)
+        elif spec.keep_checkpoint == "best" and best:
+            state = runs.load_checkpoint(run_dir / runs.CHECKPOINT)
+            state.update(encoder=best["state"], best_step=best["step"])
+            runs.save_checkpoint(run_dir / runs.CHECKPOINT, state)
+            summary.update(best_step=best["step"], best_metric=best["metric"])
+            summary["best_value"] = best["value"]
+            runs.write_json(run_dir / runs.SUMMARY, summary)
         manifest["finished"] = summary["finished"]
         runs.write_json(run_dir / runs.MANIFEST, manifest)
+    for hook in hooks:
+        hook.on_end(summary)
     return RunResult(summary, history, exp, run_dir)
+
+
+def _flat(data: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for k, v in data.items():
+        key = f"{prefix}.{k}" if prefix else str(k)
+        out.update(_flat(v, key) if isinstance(v, dict) else {key: v})
+    return out
+
+
+def _copy_state(model: torch.nn.Module) -> dict[str, torch.Tensor]:
+    return {k: v.detach().clone() for k, v in model.state_dict().items()}
 
 
 def _grad_norm(params: list[torch.nn.Parameter], clip: float | None) -> torch.Tensor:

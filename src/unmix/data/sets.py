@@ -83,10 +83,19 @@ def data_key(setting: Any) -> str:
     return f"{m.kind}-{size}px-n{data.n_train}+{data.n_test}-data{setting.seeds.data}-{digest}"
 
 
+def cache_dir() -> Path:
+    """unmix's cache: ``$UNMIX_CACHE``, else ``$XDG_CACHE_HOME/unmix``, else ``~/.cache/unmix``."""
+    if os.environ.get("UNMIX_CACHE"):
+        return Path(os.environ["UNMIX_CACHE"]).expanduser()
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    return (Path(xdg).expanduser() if xdg else Path.home() / ".cache") / "unmix"
+
+
 def default_root(setting: Any) -> Path:
     """Where ``data.kind: rendered`` keeps its images when ``data.root`` is not given:
-    ``$UNMIX_DATA_DIR/<data_key>`` (default ``~/.cache/unmix/datasets/<data_key>``)."""
-    base = os.environ.get(CACHE_ENV) or Path.home() / ".cache" / "unmix" / "datasets"
+    ``$UNMIX_DATA_DIR/<data_key>``, else ``<cache>/datasets/<data_key>`` with the cache of
+    :func:`cache_dir` (``$UNMIX_CACHE`` or ``$XDG_CACHE_HOME/unmix`` or ``~/.cache/unmix``)."""
+    base = os.environ.get(CACHE_ENV) or cache_dir() / "datasets"
     return Path(base).expanduser() / data_key(setting)
 
 

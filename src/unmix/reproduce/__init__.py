@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -90,12 +91,15 @@ def reproduce(
     backend: str = "local",
     on_done: Callable[[JobOutcome], None] | None = None,
     overrides: dict[str, Any] | None = None,
+    tensorboard: bool = False,
 ) -> ReproduceReport:
     """Run (or reuse) every run of ``target`` and write its report files into ``out/budget``."""
     t0 = time.perf_counter()
     device = resolve_device(device)  # one line now, not one failure per run
     tgt: Target = get_target(target)
     items = plan(target, budget, seeds, out, baselines, device, overrides)
+    if tensorboard:
+        items = [(run, res, replace(job, tensorboard=True)) for run, res, job in items]
     outcomes = run_jobs(
         [job for *_, job in items], workers=workers, backend=backend, on_done=on_done
     )
@@ -111,4 +115,8 @@ def reproduce(
     folder = report_dir(out, budget)
     md = tgt.report(rows, folder, budget, seeds)
     write_report(folder, target, rows, md)
+    if tensorboard:
+        from unmix.tracking import write_report_figures
+
+        write_report_figures(folder, sorted(folder.glob(f"{target}*.png")))
     return ReproduceReport(target, folder, rows, md, time.perf_counter() - t0, failures)
