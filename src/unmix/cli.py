@@ -37,8 +37,8 @@ def _main(
     """unmix — identifiable representation learning: generate, train, score."""
 
 
-console = Console()
-err_console = Console(stderr=True)
+console = Console(soft_wrap=True)  # never break a table row or a path mid-line
+err_console = Console(stderr=True, soft_wrap=True)
 
 
 def _fail(err: Exception) -> None:
@@ -221,6 +221,7 @@ def train(
     tensorboard: Annotated[
         bool, typer.Option(help="Write TensorBoard event files into OUT/tensorboard.")
     ] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
 ):
     """Train an encoder on a setting and write a run directory (config, metrics.csv, summary.json).
 
@@ -246,13 +247,18 @@ def train(
             out_dir,
             device=device,
             resume=resume,
-            progress=progress,
+            progress=progress and not as_json,
             provenance=resolved.provenance,
             tensorboard=tensorboard,
         )
     except UnmixError as err:
         _fail(err)
     sm = result.summary
+    if as_json:
+        from unmix.runs import strict_json
+
+        print(json.dumps({**strict_json(sm), "run_dir": str(out_dir)}))
+        return
     scores = ", ".join(f"{k} {sm[k]:.4f}" for k in _scalar_metrics(sm, s))
     console.print(
         f"[bold]{s.name}[/]: {scores} after {sm['steps']} steps in {sm['wall_time_s']:.1f} s "
@@ -336,18 +342,18 @@ def reproduce(
     from unmix.resolve import parse_overrides
     from unmix.sweep import SweepInterrupted
 
+    progress = _SweepProgress(budget != "smoke")
+
     def done(oc) -> None:
-        tag = "skip" if oc.skipped else ("[red]fail[/]" if oc.error else "done")
+        tag = "skip" if oc.skipped else ("fail" if oc.error else "done")
         if oc.summary:
             sm = oc.summary
             scores = " ".join(f"{k} {sm[k]:.4f}" for k in _scalar_metrics(sm, oc.job.setting)[:3])
             extra = f"{scores} ({sm['wall_time_s']:.1f} s)"
         else:
             extra = (oc.error or "").splitlines()[0] if oc.error else ""
-        console.print(
-            f"  {tag} {oc.job.setting.name} seed {oc.job.setting.seeds.train}: {extra}",
-            highlight=False,
-        )
+        progress.line(f"  {tag} {oc.job.setting.name} seed {oc.job.setting.seeds.train}: {extra}")
+        progress.advance()
 
     try:
         _plugins(plugin)
@@ -363,17 +369,79 @@ def reproduce(
             done,
             overrides=parse_overrides(overrides),
             tensorboard=tensorboard,
+            on_plan=lambda jobs: progress.start(jobs, workers),
         )
     except SweepInterrupted as err:
+        progress.stop()
         err_console.print(str(err), markup=False, highlight=False)
         raise typer.Exit(130) from None
     except UnmixError as err:
+        progress.stop()
         _fail(err)
+    progress.stop()
     console.print(report.markdown, markup=False, highlight=False)
     console.print(f"wrote {report.out}/{target}.md and .csv in {report.wall_time_s:.0f} s")
     if report.failures:
         err_console.print("failed runs:\n" + "\n".join(report.failures), markup=False)
         raise typer.Exit(1)
+
+
+class _SweepProgress:
+    """Overall progress of a sweep on stderr: k of N runs, elapsed, ETA; before a long target, an
+    estimate of its wall time from a short timing of each distinct step."""
+
+    def __init__(self, estimate: bool) -> None:
+        self.estimate = estimate
+        self.bar = None
+
+    def start(self, jobs, workers: int) -> None:
+        from rich.progress import (
+            BarColumn,
+            MofNCompleteColumn,
+            Progress,
+            TextColumn,
+            TimeElapsedColumn,
+            TimeRemainingColumn,
+        )
+
+        from unmix import runs
+
+        todo = sum(not runs.is_finished(j.run_dir) for j in jobs)
+        msg = f"{len(jobs)} runs, {len(jobs) - todo} finished already, {todo} to train"
+        if self.estimate and todo:
+            from unmix.reproduce import estimate_seconds
+
+            secs = estimate_seconds(jobs, workers)
+            msg += f"; estimated ≈ {secs / 60:.0f} min with {workers} worker(s)"
+        err_console.print(msg, markup=False, highlight=False)
+        self.bar = Progress(
+            TextColumn("runs"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            TextColumn("ETA"),
+            TimeRemainingColumn(),
+            console=err_console,
+            transient=True,
+        )
+        self.task = self.bar.add_task("runs", total=len(jobs))
+        self.bar.start()
+
+    def line(self, text: str) -> None:
+        import sys
+
+        # on a terminal, print above the live bar (its console); in a pipe, to stdout as is
+        live = self.bar is not None and sys.stdout.isatty()
+        (self.bar.console if live else console).print(text, markup=False, highlight=False)
+
+    def advance(self) -> None:
+        if self.bar is not None:
+            self.bar.advance(self.task)
+
+    def stop(self) -> None:
+        if self.bar is not None:
+            self.bar.stop()
+            self.bar = None
 
 
 @app.command()

@@ -195,6 +195,11 @@ def _jsonable(obj: Any, where: str = "") -> Any:
     raise TypeError(f"not JSON serialisable: {type(obj).__name__} at {where or 'top level'}")
 
 
+def strict_json(obj: Any) -> Any:
+    """``obj`` with NaN/±inf as None and numpy/torch scalars as numbers (RFC 8259 JSON)."""
+    return _jsonable(obj)
+
+
 def write_json(path: Path, obj: Any) -> None:
     """Strict JSON (RFC 8259): non-finite floats are written as ``null``, atomically."""
     text = json.dumps(_jsonable(obj), indent=2, sort_keys=False, allow_nan=False)

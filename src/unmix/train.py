@@ -427,6 +427,7 @@ def _differing(a: Any, b: Any, prefix: str) -> list[str]:
 
 class _Bar:
     def __init__(self, total: int, start: int, name: str) -> None:
+        from rich.console import Console
         from rich.progress import (
             BarColumn,
             MofNCompleteColumn,
@@ -444,6 +445,7 @@ class _Bar:
                 "loss {task.fields[loss]:.4f}  R² {task.fields[r2]}  MCC {task.fields[mcc]}"
             ),
             transient=False,
+            console=Console(stderr=True),  # stdout stays for results (and --json)
         )
         self.task = self.progress.add_task(
             name, total=total, completed=start, loss=float("nan"), r2="–", mcc="–"

@@ -211,3 +211,21 @@ def test_progress_bar_does_not_change_the_result(tmp_path):
     a = write_image_store(tmp_path / "a", z, cheap_render, chunk=4, progress=True)
     b = write_image_store(tmp_path / "b", z, cheap_render, chunk=4, progress=False)
     assert torch.equal(a.images(range(9)), b.images(list(range(9))))
+
+
+def test_an_image_store_is_a_torch_dataset_of_image_latent_pairs(tmp_path):
+    import torch
+
+    from unmix.data.store import ImageStore, write_image_store
+    from unmix.render import SpritesRenderer
+    from unmix.render.module import RenderMixing
+
+    z = torch.rand(10, 4, generator=torch.Generator().manual_seed(0))
+    write_image_store(tmp_path / "s", z, RenderMixing(SpritesRenderer(size=16)), progress=False)
+    ds = ImageStore(tmp_path / "s")
+    assert isinstance(ds, torch.utils.data.Dataset)
+    x, latent = ds[3]
+    assert x.shape == (3, 16, 16) and torch.equal(latent, ds.latents[3])
+    assert torch.equal(x, ds.images([3])[0])
+    xb, lb = next(iter(torch.utils.data.DataLoader(ds, batch_size=4)))
+    assert xb.shape == (4, 3, 16, 16) and torch.equal(lb, ds.latents[:4])

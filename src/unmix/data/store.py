@@ -64,8 +64,10 @@ _OWN_FILES = {_LATENTS, _IMAGES, _META + ".tmp", _LATENTS + ".tmp"}
 # --------------------------------------------------------------------------------------------
 
 
-class ImageDataset(abc.ABC):
-    """A finite set of images with known latents, read by index.
+class ImageDataset(torch.utils.data.Dataset, abc.ABC):
+    """A finite set of images with known latents, read by index — a
+    :class:`torch.utils.data.Dataset` of ``(image, latent)`` pairs, so a ``DataLoader`` takes it
+    as it is (``ds[i]`` → ``(C, H, W)`` float32 image, ``(d,)`` latent).
 
     Every implementation provides
 
@@ -92,6 +94,11 @@ class ImageDataset(abc.ABC):
     @abc.abstractmethod
     def images(self, idx: torch.Tensor | np.ndarray | Sequence[int]) -> torch.Tensor:
         """Float32 images ``(B, C, H, W)`` in [0, 1] for the indices ``idx``."""
+
+    def __getitem__(self, i: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """``(image, latent)`` of item ``i`` (the ``torch.utils.data.Dataset`` protocol)."""
+        idx = int(as_index_array([i], len(self), "i")[0])
+        return self.images([idx])[0], self.latents[idx]
 
 
 def as_index_array(idx: Any, n: int, name: str = "idx") -> np.ndarray:

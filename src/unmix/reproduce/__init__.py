@@ -60,6 +60,35 @@ def plan(
     return items
 
 
+def estimate_seconds(jobs: list[Job], workers: int = 1, probe_steps: int = 2) -> float:
+    """Rough wall time of the unfinished ``jobs``: each distinct (model, objective, batch) is
+    timed for ``probe_steps`` steps (:func:`unmix.bench.bench_steps`), times its steps, plus the
+    evaluations, over ``workers`` parallel processes."""
+    from unmix import runs
+    from unmix.bench import bench_steps
+
+    cache: dict[str, float] = {}
+    total = 0.0
+    for job in jobs:
+        if runs.is_finished(job.run_dir):
+            continue
+        s = job.setting
+        key = repr((s.model, s.objective, s.mixing, s.train.batch_size, s.train.threads))
+        if key not in cache:
+            import torch
+
+            before = torch.get_num_threads()
+            torch.set_num_threads(s.train.threads)
+            try:
+                r = bench_steps(s, s.train.batch_size, probe_steps, warmup=1, device=job.device)
+                cache[key] = r.seconds_per_step
+            finally:
+                torch.set_num_threads(before)
+        evals = s.train.steps // s.train.eval_every + 1
+        total += s.train.steps * cache[key] + evals * 0.5
+    return total / max(1, min(workers, len(jobs) or 1))
+
+
 def run_row(run: PlannedRun, summary: dict[str, Any], run_dir: Path) -> dict[str, Any]:
     """The generic row of a finished run: preset, column, seed, every metric in its summary,
     steps and timings, run directory."""
@@ -92,6 +121,7 @@ def reproduce(
     on_done: Callable[[JobOutcome], None] | None = None,
     overrides: dict[str, Any] | None = None,
     tensorboard: bool = False,
+    on_plan: Callable[[list[Job]], None] | None = None,
 ) -> ReproduceReport:
     """Run (or reuse) every run of ``target`` and write its report files into ``out/budget``."""
     t0 = time.perf_counter()
@@ -100,6 +130,8 @@ def reproduce(
     items = plan(target, budget, seeds, out, baselines, device, overrides)
     if tensorboard:
         items = [(run, res, replace(job, tensorboard=True)) for run, res, job in items]
+    if on_plan is not None:
+        on_plan([job for *_, job in items])
     outcomes = run_jobs(
         [job for *_, job in items], workers=workers, backend=backend, on_done=on_done
     )
