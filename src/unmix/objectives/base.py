@@ -112,7 +112,7 @@ class ELBOObjective(Objective):
 
     def forward(self, model: nn.Module, batch: Batch) -> torch.Tensor:
         with torch.autocast(batch.x.device.type, enabled=False):  # the ELBO's densities: fp32
-            return self.elbo(model, batch.x.float(), batch.generator)
+            return self.elbo(model, batch.x, batch.generator)
 
     def terms(self, *args, **kwargs):
         """The ELBO's terms (:meth:`unmix.objectives.elbo.ELBO.terms`)."""
