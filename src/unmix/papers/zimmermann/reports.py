@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from unmix.papers.base import Preset, in_group
+from unmix.papers.figures import save_figure
 from unmix.papers.zimmermann import presets
 from unmix.papers.zimmermann.presets import PAPER_000, assumptions_match
 from unmix.settings import label
@@ -156,7 +157,7 @@ def fig2_report(rows: list[dict], out: Path) -> str:
         ax.set_xlabel(xlabel)
         ax.set_ylabel("R² [%]")
         ax.set_ylim(0, 102)
-        ax.axvline(cond, color="k", ls=":", label="conditional's concentration")
+        ax.axvline(cond, color="k", ls="--", label="conditional's concentration")
         twin = ax.twinx()
         twin.plot(x, [100 * d[2] for d in data], "s-", color="tab:blue")
         twin.set_ylabel("mass to move [%]", color="tab:blue")
@@ -164,8 +165,18 @@ def fig2_report(rows: list[dict], out: Path) -> str:
     axes[0].set_title("sphere S⁹, vMF marginal at the pole")
     axes[1].set_title("box [0,1]¹⁰, normal marginal at the centre")
     fig.tight_layout()
-    fig.savefig(out / "zimmermann-fig2.png", dpi=120)
-    plt.close(fig)
+    handles = axes[0].get_legend_handles_labels()
+    twin_line = plt.Line2D([], [], marker="s", color="tab:blue", label="mass to move [%]")
+    fig.legend(
+        [*handles[0], twin_line],
+        [*handles[1], "mass to move [%]"],
+        loc="lower center",
+        ncol=3,
+        fontsize=8,
+        frameon=False,
+    )
+    fig.tight_layout(rect=(0, 0.08, 1, 1))
+    save_figure(fig, out / "zimmermann-fig2.png", rows)
     lines = ["| space | concentration | R² [%] | mass to move [%] |", "|---|---|---|---|"]
     lines += [f"| sphere | κ = {k:g} | {100 * r:.2f} | {100 * m:.1f} |" for k, r, m in sphere]
     lines += [f"| box | 1/σ² = {k:g} | {100 * r:.2f} | {100 * m:.1f} |" for k, r, m in box]
