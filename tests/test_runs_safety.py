@@ -233,3 +233,26 @@ def test_refusal_does_not_depend_on_the_pre_scan(tmp_path, monkeypatch):
     with pytest.raises(CheckpointError, match=r"refuses to load objects of type posix\.system"):
         runs.load_checkpoint(tmp_path / "c.pt")
     assert not marker.exists()
+
+
+def test_a_non_editable_install_still_records_its_commit(monkeypatch, tmp_path):
+    """pip's direct_url.json: a VCS install's commit_id, or the git commit of the directory a
+    wheel was built from (the source tree itself is not a checkout then)."""
+    import json as _json
+
+    class Dist:
+        def __init__(self, info):
+            self.info = info
+
+        def read_text(self, name):
+            return _json.dumps(self.info) if name == "direct_url.json" else None
+
+    monkeypatch.setattr(runs, "_commit_of", lambda d: None if d != tmp_path else "abc123")
+    monkeypatch.setattr(
+        runs.metadata,
+        "distribution",
+        lambda n: Dist({"url": "git+https://x", "vcs_info": {"commit_id": "f00d"}}),
+    )
+    assert runs.git_commit() == "f00d"
+    monkeypatch.setattr(runs.metadata, "distribution", lambda n: Dist({"url": tmp_path.as_uri()}))
+    assert runs.git_commit() == "abc123"

@@ -345,24 +345,60 @@ def load_checkpoint(path: Path) -> dict[str, Any]:
 
 
 def git_commit() -> str | None:
-    """The commit of the unmix source tree, with '+dirty' if it has uncommitted changes."""
+    """The commit of the unmix source: of the tree this module runs from (an editable install
+    or a checkout, with '+dirty' for uncommitted changes), else of the install's origin as pip
+    recorded it (``direct_url.json``: a VCS install's commit, or the commit of the local
+    directory a wheel was built from). None when none is known."""
     here = Path(__file__).resolve().parent
+    return _commit_of(here) or _installed_commit()
+
+
+_COMMIT_CACHE: dict[Path, str | None] = {}
+
+
+def _commit_of(directory: Path) -> str | None:
+    if directory in _COMMIT_CACHE:
+        return _COMMIT_CACHE[directory]
+    out = None
     try:
         sha = subprocess.run(
-            ["git", "rev-parse", "HEAD"], cwd=here, capture_output=True, text=True, timeout=5
+            ["git", "rev-parse", "HEAD"], cwd=directory, capture_output=True, text=True, timeout=5
         )
-        if sha.returncode != 0:
-            return None
-        dirty = subprocess.run(
-            ["git", "status", "--porcelain", "--untracked-files=no"],
-            cwd=here,
-            capture_output=True,
-            text=True,
-            timeout=5,
-        ).stdout.strip()
-        return sha.stdout.strip() + ("+dirty" if dirty else "")
+        if sha.returncode == 0:
+            dirty = subprocess.run(
+                ["git", "status", "--porcelain", "--untracked-files=no"],
+                cwd=directory,
+                capture_output=True,
+                text=True,
+                timeout=5,
+            ).stdout.strip()
+            out = sha.stdout.strip() + ("+dirty" if dirty else "")
     except (OSError, subprocess.SubprocessError):
+        out = None
+    _COMMIT_CACHE[directory] = out
+    return out
+
+
+def _installed_commit() -> str | None:
+    from urllib.parse import unquote, urlparse
+
+    try:
+        text = metadata.distribution("unmix").read_text("direct_url.json")
+    except metadata.PackageNotFoundError:
         return None
+    if not text:
+        return None
+    try:
+        info = json.loads(text)
+    except json.JSONDecodeError:
+        return None
+    commit = (info.get("vcs_info") or {}).get("commit_id")
+    if commit:
+        return str(commit)
+    url = urlparse(str(info.get("url", "")))
+    if url.scheme == "file" and Path(unquote(url.path)).is_dir():
+        return _commit_of(Path(unquote(url.path)))
+    return None
 
 
 def environment_info(device: str = "cpu") -> dict[str, Any]:
