@@ -506,8 +506,11 @@ def bench(
     threads: Annotated[int | None, typer.Option(help="Torch CPU threads (default: all).")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
 ):
-    """Time training steps at the paper's architecture and batch size, stage by stage, beside the
-    step's matmul GFLOP and the GEMM peak measured in the same run."""
+    """Time training steps at the paper's architecture and batch size, stage by stage.
+
+    Prints the step's matmul GFLOP beside the GEMM peak measured in the same run (--json: one
+    object with seconds_per_step, stages, threads, device, precision, peak_rss_mb, gflops,
+    gemm_peak_gflops)."""
     import torch
 
     from unmix.bench import bench_steps
