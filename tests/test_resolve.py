@@ -129,3 +129,17 @@ def test_reproduce_lists_every_target_of_every_paper():
     result = runner.invoke(app, ["reproduce", "zimmermann-table9", "--budget", "smoke"])
     assert result.exit_code == 2
     assert "zimmermann-table1" in result.output and "reizinger-fig5" in result.output
+
+
+def test_every_preset_resolves_under_every_budget_and_round_trips_through_yaml():
+    import yaml
+
+    from unmix import papers
+    from unmix.resolve import BUDGETS
+    from unmix.settings import Setting
+
+    for name in papers.PRESETS:
+        for budget in (None, *BUDGETS):
+            s = resolve(name, budget).setting
+            again = Setting.from_dict(yaml.safe_load(s.to_yaml()))
+            assert again == s, (name, budget)
