@@ -21,8 +21,7 @@ from unmix import seeds as sd
 from unmix.errors import ConfigError
 from unmix.generative import latent_process_of, mixing_of
 from unmix.latents import LatentProcess
-from unmix.mixing.builders import Centred
-from unmix.models.builders import build_backbone, build_model
+from unmix.models.builders import build_model
 from unmix.objectives.base import Batch, Objective
 from unmix.registry import METRICS, OBJECTIVES
 from unmix.settings import Setting
@@ -32,9 +31,6 @@ if TYPE_CHECKING:
 
 __all__ = [
     "Experiment",
-    "Centred",
-    "mixing_of",
-    "build_backbone",
     "factor_scores",
     "FACTOR_PREFIXES",
 ]
@@ -124,9 +120,6 @@ class Experiment:
             ) from None
         exp.encoder.eval()
         return exp
-
-    def generator(self, seed: int) -> torch.Generator:
-        return torch.Generator(device=self.device).manual_seed(int(seed))
 
     def stream_generator(self, name: str) -> torch.Generator:
         """A generator for the named stream (``data/...`` of the data seed, ``train/...`` of the
