@@ -39,8 +39,10 @@ def main() -> None:
     x = torch.rand(args.batch, 3, 64, 64)
     conv = step_time(ImageEncoder(ConvBackbone(image_size=64), 10), x, args.repeats)
     resnet = step_time(ImageEncoder(ResNet18Backbone(), 10), x, args.repeats)
-    print(f"batch {args.batch} at 64×64, {args.threads} thread(s): conv {conv:.3f} s, "
-          f"ResNet-18 {resnet:.3f} s per forward+backward+Adam step; ratio {resnet / conv:.1f}×")
+    print(
+        f"batch {args.batch} at 64×64, {args.threads} thread(s): conv {conv:.3f} s, "
+        f"ResNet-18 {resnet:.3f} s per forward+backward+Adam step; ratio {resnet / conv:.1f}×"
+    )
 
 
 if __name__ == "__main__":

@@ -22,8 +22,7 @@ import numpy as np
 import torch
 import yaml
 
-from unmix import papers as presets
-from unmix.papers.reizinger.reports import preset_setting
+from unmix.resolve import resolve
 from unmix.train import train
 
 
@@ -45,7 +44,7 @@ def main() -> None:
         overrides[key] = yaml.safe_load(value)
     rows = []
     for seed in range(args.first_seed, args.first_seed + args.seeds):
-        s = preset_setting(presets.get(args.preset), args.budget, seed)
+        s = resolve(args.preset, args.budget, seeds={"data": seed, "train": seed}).setting
         if overrides:
             s = s.replace(**overrides)
         t0, c0 = time.perf_counter(), time.process_time()

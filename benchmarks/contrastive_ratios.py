@@ -26,7 +26,7 @@ import time
 import torch
 from reference_step import ReferenceStep, encoder_matmul_flop
 
-from unmix import presets
+from unmix import papers as presets
 from unmix.bench import bench_steps
 from unmix.experiment import Experiment
 
@@ -109,7 +109,8 @@ def run_preset(name: str, batch: int, rounds: int, split_steps: int):
     p = obj.p if obj.kind == "lp_infonce" else None
     exp = Experiment.build(setting)
     opt = torch.optim.Adam(exp.encoder.parameters(), lr=1e-4)
-    gen_unmix, gen_ref = exp.generator(0), exp.generator(1)
+    gen_unmix = exp.stream_generator("train/batches")
+    gen_ref = torch.Generator().manual_seed(1)
     ref = ReferenceStep(n, setting.model.space, p)
 
     def unmix_step() -> None:

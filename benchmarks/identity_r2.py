@@ -10,7 +10,7 @@ import argparse
 import numpy as np
 
 from unmix import papers as presets
-from unmix.reproduce.zimmermann import column_setting
+from unmix.resolve import resolve
 from unmix.train import train
 
 
@@ -22,13 +22,19 @@ def main() -> None:
     preset = presets.get(args.preset)
     scores = []
     for seed in range(args.seeds):
-        s = column_setting(preset, "identity", "quick", seed)
+        s = resolve(
+            preset.name, "quick", column="identity", seeds={"data": seed, "train": seed}
+        ).setting
         summary = train(s).summary
         scores.append(100 * summary["r2"])
-        print(f"data seed {seed}: R² {scores[-1]:.2f}  (in-sample {100 * summary['r2_in_sample']:.2f})")
+        print(
+            f"data seed {seed}: R² {scores[-1]:.2f}  (in-sample {100 * summary['r2_in_sample']:.2f})"
+        )
     paper = preset.paper.get("identity")
-    print(f"{args.preset} identity R² = {np.mean(scores):.2f} ± {np.std(scores, ddof=1):.2f} "
-          f"over {args.seeds} mixing seeds" + (f"; paper {paper[0]} ± {paper[1]}" if paper else ""))
+    print(
+        f"{args.preset} identity R² = {np.mean(scores):.2f} ± {np.std(scores, ddof=1):.2f} "
+        f"over {args.seeds} mixing seeds" + (f"; paper {paper[0]} ± {paper[1]}" if paper else "")
+    )
 
 
 if __name__ == "__main__":

@@ -1,6 +1,6 @@
 """Try training overrides on a preset and print the R²/MCC curve (used to choose the quick budget).
 
-    python benchmarks/tune.py zimmermann-table1-row1 train.steps=2000 train.lr=1e-3 ...
+python benchmarks/tune.py zimmermann-table1-row1 train.steps=2000 train.lr=1e-3 ...
 """
 
 import sys
@@ -8,21 +8,23 @@ import time
 
 import yaml
 
-from unmix.resolve import apply_budget
-from unmix.settings import load_setting
+from unmix.resolve import resolve
 from unmix.train import train
 
 
 def main() -> None:
     name, *pairs = sys.argv[1:]
-    setting = apply_budget(load_setting(name), "quick")
+    setting = resolve(name, "quick").setting
     updates = {k: yaml.safe_load(v) for k, v in (p.split("=", 1) for p in pairs)}
     setting = setting.replace(**updates)
     t0 = time.perf_counter()
 
     def show(row):
-        print(f"step {row['step']:6d}  loss {row['loss']:.5f}  R² {row['r2']:.4f}  "
-              f"MCC {row['mcc']:.4f}  t {time.perf_counter() - t0:6.1f}s", flush=True)
+        print(
+            f"step {row['step']:6d}  loss {row['loss']:.5f}  R² {row['r2']:.4f}  "
+            f"MCC {row['mcc']:.4f}  t {time.perf_counter() - t0:6.1f}s",
+            flush=True,
+        )
 
     result = train(setting, on_eval=show)
     print("summary", {k: result.summary[k] for k in ("r2", "mcc", "train_time_s", "steps_per_s")})
