@@ -224,3 +224,13 @@ def test_identity_model_needs_no_training():
     s = tiny().replace(**{"model.kind": "identity"})
     summary = train(s).summary
     assert 0.0 < summary["r2"] < 1.0
+
+
+def test_resuming_with_another_thread_count_warns(tmp_path):
+    train(tiny(steps=20, checkpoint_every=10), tmp_path / "run")
+    (tmp_path / "run" / runs.SUMMARY).unlink()
+    with pytest.warns(UserWarning, match="threads"):
+        train(tiny(steps=30, checkpoint_every=10, threads=2), tmp_path / "run", resume=True)
+    manifest = json.loads((tmp_path / "run" / runs.MANIFEST).read_text())
+    assert manifest["resumed_with_changes"]["fields"]["train.threads"] == [1, 2]
+    assert manifest["torch_threads"] == 2
