@@ -25,7 +25,7 @@ def test_budget_rule_and_kitti_switch(monkeypatch, tmp_path):
     s = resolve("zimmermann-table3-dt0.15-normal-box", "smoke").setting
     assert s.data.kind == "mask_sequences" and s.data.image_size == 32 and s.train.steps == 4
     q = resolve("zimmermann-table3-dt0.15-normal-box", "quick").setting
-    assert q.train.batch_size == 64 and q.data.image_size == 64
+    assert q.train.batch_size == 64 and q.data.image_size == 32
     assert resolve("zimmermann-table3-dt0.05-slowvae", "paper").setting.train.batch_size == 64
     monkeypatch.setenv(table3.KITTI_ROOT_ENV, str(tmp_path))
     k = resolve("zimmermann-table3-dt0.15-normal-box", "smoke").setting
