@@ -58,3 +58,14 @@ def test_reproduce_smoke_runs_quickly(tmp_path, monkeypatch):
     assert "generated mask sequences" in rep.markdown and "66.1 ± 4.5" in rep.markdown
     assert (tmp_path / "smoke" / "zimmermann-table3.md").exists()
     assert get_target("zimmermann-table3").paper == "zimmermann"
+
+
+def test_mcc_spearman_is_rank_invariant():
+    import numpy as np
+
+    from unmix.registry import METRICS
+
+    z = np.random.default_rng(0).normal(size=(500, 3))
+    z_hat = np.exp(z[:, [2, 0, 1]]) * np.array([1.0, -2.0, 3.0])  # monotone per coordinate
+    value = METRICS.build(METRICS.validate("mcc_spearman"), z=z, z_hat=z_hat)
+    assert abs(value - 1.0) < 1e-12
