@@ -95,3 +95,11 @@ def test_objective_terms_and_a_training_step():
         image_shape=(1, 16, 16),
     )
     assert "log_rate" in dict(learned.named_parameters())
+
+
+def test_objective_refuses_a_model_without_a_posterior():
+    from unmix.errors import ConfigError
+
+    x = torch.zeros(2, 1, 16, 16)
+    with pytest.raises(ConfigError, match="model.kind: slowvae"):
+        SlowVAEObjective()(torch.nn.Flatten(), Batch(x=x, x_pos=x))

@@ -20,11 +20,10 @@ Each sequence starts at ``u_0 ~ U(0, 1)^d`` and moves by independent steps per f
 coordinate, :math:`u_{t+1} = \operatorname{reflect}(u_t + \Delta_t)` with
 :math:`\Delta_{t,i} \sim \mathrm{GenLaplace}(\alpha, s_i)`, density
 :math:`\propto \exp(-|\Delta/s_i|^{\alpha})`, and reflection at the box's faces. Klindt et al.
-(2021, Sec. 3 / Fig. 1) fit a generalised Laplace to the frame-to-frame transitions of object
-masks in YouTube-VOS and KITTI-MOTS and report shapes *below one* (sparse, "small transitions
-with occasional large jumps"); the exact fitted values were not available in the text unmix had
-when this was written, so the numbers below are **unmix's assumptions**, chosen inside the range
-the brief states (α ≈ 0.5–1):
+(2021) find that objects in segmented natural movies undergo "transitions that are typically small
+in magnitude with occasional large jumps" (their abstract) and fit a generalised Laplace with shape
+below one to them (as the task states; the fitted values were not in any text unmix had when this
+was written). The numbers below are therefore **unmix's assumptions**, inside α ≈ 0.5–1:
 
 * :data:`TRANSITION_ALPHA` = 0.6;
 * :data:`TRANSITION_SCALES` — per frame, in unit-box units: x 0.006, y 0.003, scale 0.004,

@@ -34,6 +34,7 @@ import torch
 import torch.nn.functional as F
 from pydantic import Field
 
+from unmix.errors import ConfigError
 from unmix.objectives.base import Batch, Objective
 from unmix.objectives.elbo import kl_standard_normal
 from unmix.registry import register_objective
@@ -98,6 +99,11 @@ class SlowVAEObjective(Objective):
         self.gamma = float(gamma)
 
     def terms(self, model, x: torch.Tensor, x_next: torch.Tensor, generator=None):
+        if not all(hasattr(model, a) for a in ("encode", "decode", "rate")):
+            raise ConfigError(
+                f"objective slowvae needs a model with encode, decode and rate (model.kind: "
+                f"slowvae), got {type(model).__name__}"
+            )
         b = x.shape[0]
         mu, logvar = model.encode(torch.cat([x, x_next]))
         eps = torch.randn(
