@@ -113,6 +113,12 @@ class FiniteData:
             from unmix.data.pairs import NearestLatent
 
             index = NearestLatent(train.latents)
+        elif positives == "next_frame":  # frame sequences draw their own pairs
+            if not callable(getattr(train, "pairs", None)):
+                raise ConfigError(
+                    f"data.positives: next_frame needs a sequence data set; {setting.data.kind} "
+                    "has no pairs()"
+                )
         else:
             from unmix.augment import SimCLRAugment
 
@@ -125,7 +131,12 @@ class FiniteData:
 
     def pairs(self, batch_size: int, generator: torch.Generator, device: torch.device):
         """One training batch: ``(z, x, x_pos)`` — anchor latents, anchor images and their
-        positives (nearest-latent images, or two augmentations of the anchor)."""
+        positives (nearest-latent images, a later frame of the same sequence, or two
+        augmentations of the anchor)."""
+        if self.positives == "next_frame":
+            idx, pos = self.train.pairs(batch_size, generator)
+            z, x, x_pos = self.train.latents[idx], self.train.images(idx), self.train.images(pos)
+            return z.to(device), x.to(device), x_pos.to(device)
         n = len(self.train)
         idx = torch.randint(n, (batch_size,), generator=generator, device=generator.device).cpu()
         z = self.train.latents[idx]

@@ -30,6 +30,7 @@ from pydantic import (
 )
 
 # Importing the stages registers their built-in kinds (they register like a user's module).
+import unmix.data.sequence_sets  # noqa: F401
 import unmix.data.sets  # noqa: F401
 import unmix.metrics.registered  # noqa: F401
 import unmix.metrics.vae  # noqa: F401
@@ -448,7 +449,7 @@ class Setting(_Strict):
                 f"Jacobian, one of {sorted(INVERTIBLE_SQUARE)}; got mixing.kind "
                 f"{self.mixing.kind}"
             )
-        augment = self.data is not None and self.data.positives == "augment"
+        augment = self.data is not None and self.data.positives in ("augment", "next_frame")
         needs_pairs = self.objective.kind not in ("elbo", "supervised")
         if self.objective.kind in OBJECTIVES:
             needs_pairs = OBJECTIVES.entry(self.objective.kind).meta.get("needs_pairs", needs_pairs)

@@ -38,6 +38,13 @@ def mcc(z: np.ndarray, z_hat: np.ndarray) -> float:
     return float(_mcc(z, z_hat).mcc)
 
 
+@register_metric("mcc_spearman")
+def mcc_spearman(z: np.ndarray, z_hat: np.ndarray) -> float:
+    """MCC with Spearman (rank) correlations — paper 000's choice for KITTI Masks (Appx A.3,
+    "as in Klindt et al. (2021)")."""
+    return float(_mcc(z, z_hat, method="spearman").mcc)
+
+
 @register_metric("factors")
 def factors(z: np.ndarray, z_hat: np.ndarray) -> dict[str, float]:
     """Per true factor i: ``r2_factor{i}`` (held-out affine R² of z_i from ẑ) and ``mcc_factor{i}``

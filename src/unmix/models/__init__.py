@@ -4,6 +4,7 @@ from unmix.models.conv import ConvBackbone, ConvDecoder, ImageEncoder
 from unmix.models.encoders import IdentityEncoder, MLPEncoder, n_parameters
 from unmix.models.heads import BoxHead, IdentityHead, SigmoidBoxHead, SphereHead, make_head
 from unmix.models.resnet import ResNet18Backbone
+from unmix.models.slowvae import SlowVAE
 
 __all__ = [
     "MLPEncoder",
@@ -12,6 +13,7 @@ __all__ = [
     "ConvDecoder",
     "ImageEncoder",
     "ResNet18Backbone",
+    "SlowVAE",
     "n_parameters",
     "SphereHead",
     "BoxHead",

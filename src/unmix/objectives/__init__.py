@@ -7,6 +7,7 @@ Registered kinds (``objective: {kind: ...}``), each next to its loss:
 * ``align_uniform`` — :class:`AlignUniform`, Wang & Isola's alignment + uniformity on the sphere.
 * ``supervised`` — :class:`Supervised`, mean squared error to the true latents (the topline).
 * ``elbo`` — :class:`~unmix.objectives.elbo.ELBO`, the negative ELBO of a VAE (paper 004).
+* ``slowvae`` — :class:`~unmix.objectives.slowvae.SlowVAEObjective`, Klindt et al.'s SlowVAE loss.
 
 The loss modules are called on features, ``loss(h, h_pos)`` (``loss(h, h_pos, h_neg)`` for
 separately drawn negatives; :class:`Supervised` as ``loss(z_hat, z)``); the registered objectives
@@ -17,6 +18,7 @@ from unmix.objectives.align_uniform import AlignUniform
 from unmix.objectives.base import Batch, Contrastive, Objective
 from unmix.objectives.elbo import ELBO
 from unmix.objectives.infonce import InfoNCE, LpInfoNCE
+from unmix.objectives.slowvae import SlowVAEObjective
 from unmix.objectives.supervised import Supervised
 
 __all__ = [
@@ -25,6 +27,7 @@ __all__ = [
     "AlignUniform",
     "Supervised",
     "ELBO",
+    "SlowVAEObjective",
     "Batch",
     "Objective",
     "Contrastive",

@@ -3,6 +3,8 @@
 * :mod:`.presets` — Tables 1–2 and Fig. 2 as presets (and :func:`~.presets.assumptions_match`,
   the tables' "M." column); :mod:`.images` — Table 4 on rendered 3D scenes;
 * :func:`budget_rule` — the paper's recipes per budget, by the setting's content;
+* :mod:`.table3` — Table 3 (KITTI Masks, or unmix's generated mask sequences): SlowVAE and
+  contrastive presets, its budget rule, report;
 * :mod:`.reports` — the tables and Fig. 2 from run rows; :mod:`.checks` — Theorem 1 checks.
 """
 
@@ -11,7 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from unmix.papers.base import Paper, PlannedRun, Target, in_group, register_paper
-from unmix.papers.zimmermann import checks, images, presets, reports
+from unmix.papers.zimmermann import checks, images, presets, reports, table3
 from unmix.settings import Setting
 
 QUICK_VECTOR_MODEL: dict[str, Any] = {"model.hidden": [20, 20, 20], "model.standardize_input": True}
@@ -46,7 +48,12 @@ def budget_rule(setting: Setting, budget: str) -> dict[str, Any] | None:
     * vector contrastive, supervised and identity settings (Tables 1–2, Fig. 2): at ``quick`` the
       wide-shallow encoder on standardised inputs and :func:`quick_overrides`.
 
+    * Table 3's frame-sequence settings (``data.kind: mask_sequences | kitti_masks``):
+      :func:`.table3.budget_rule` (and the switch to KITTI Masks by ``UNMIX_KITTI_ROOT``).
+
     ``None`` for other settings (VAEs, Sprites: paper 004's)."""
+    if table3.claims(setting):
+        return table3.budget_rule(setting, budget)
     if setting.mixing.kind == "scenes3d":
         return {
             "smoke": {**images.IMAGE_SMOKE, "data.n_train": 256, "data.n_test": 64},
@@ -113,10 +120,20 @@ PAPER = register_paper(
     Paper(
         key="zimmermann",
         title=presets.PAPER_000,
-        presets={**presets.build_presets(), **images.build_presets()},
+        presets={**presets.build_presets(), **images.build_presets(), **table3.build_presets()},
         targets={
-            name: Target(name, "zimmermann", _plan(name), _table(name), None, text)
-            for name, text in _DESCRIPTIONS.items()
+            **{
+                name: Target(name, "zimmermann", _plan(name), _table(name), None, text)
+                for name, text in _DESCRIPTIONS.items()
+            },
+            table3.GROUP: Target(
+                table3.GROUP,
+                "zimmermann",
+                table3.plan_runs,
+                table3.report,
+                table3.row_fields,
+                "Table 3: KITTI Masks (or generated mask sequences), SlowVAE vs contrastive",
+            ),
         },
         budget_rule=budget_rule,
         columns={"identity": _identity, "supervised": _supervised},

@@ -1,0 +1,142 @@
+"""unmix.data.masks / sequence_sets: generated mask sequences, KITTI splits, next-frame pairs."""
+
+import math
+import pickle
+
+import numpy as np
+import pytest
+import torch
+from scipy import stats
+
+from unmix.data.masks import (
+    FrameSequences,
+    gen_laplace_steps,
+    mask_sequences,
+    random_walk,
+    render_silhouettes,
+)
+from unmix.data.sequence_sets import frames_of, split_sequences
+from unmix.datasets import FiniteData
+from unmix.errors import ConfigError
+from unmix.generative import latent_process_of
+from unmix.settings import Setting
+
+LENGTHS = [1, 2, 3, 7, 12]
+
+
+def make_pickle(path, lengths=LENGTHS):
+    """A KITTI-Masks-layout fixture: moving boxes, latents = centre of mass and area."""
+    from scipy.ndimage import center_of_mass
+
+    rng = np.random.default_rng(0)
+    seqs = []
+    for n in lengths:
+        out = np.zeros((n, 64, 64), dtype=bool)
+        y, x = rng.integers(5, 30, 2)
+        for t in range(n):
+            out[t, y + t : y + t + 6 + t, x + 2 * t : x + 2 * t + 3 + t // 2] = True
+        seqs.append(out)
+    lats = [np.array([[*center_of_mass(f), f.sum()] for f in q], dtype=np.float32) for q in seqs]
+    with open(path, "wb") as fh:
+        pickle.dump({"pedestrians": seqs, "pedestrians_latents": lats}, fh)
+    return seqs, lats
+
+
+def test_gen_laplace_steps_match_gennorm():
+    rng = np.random.default_rng(0)
+    x = gen_laplace_steps(rng, (40_000, 1), 0.6, np.array([0.01]))[:, 0]
+    assert stats.kstest(x, stats.gennorm(0.6, scale=0.01).cdf).pvalue > 1e-3
+
+
+def test_random_walk_stays_in_box_and_is_sparse():
+    w = random_walk(np.random.default_rng(1), 20, 100, dim=4)
+    assert w.shape == (20, 100, 4) and w.min() >= 0 and w.max() <= 1
+    steps = np.diff(w, axis=1).reshape(-1)
+    assert stats.kurtosis(steps) > 3  # heavy-tailed: sparse steps, occasional jumps
+
+
+def test_render_geometry_follows_latents():
+    lat = np.array([[0.2, 0.5, 0.3], [0.8, 0.5, 0.3], [0.5, 0.5, 0.9]])
+    m = render_silhouettes(lat, np.zeros(3), 64).astype(float) / 255
+    assert m.shape == (3, 64, 64) and 0 < m.min() + 1 and m.max() == 1.0
+    cols = np.arange(64) + 0.5
+    com_x = (m.sum(1) * cols).sum(1) / m.sum((1, 2))
+    assert com_x[0] < 32 < com_x[1]  # x moves the figure right
+    assert m[2].sum() > 2 * m[0].sum()  # scale grows the area
+    b = render_silhouettes(lat, np.zeros(3), 32, binary=True)
+    assert set(np.unique(b)) <= {0, 255}
+
+
+def test_mask_sequences_pairs_are_later_frames_of_the_same_sequence():
+    d = mask_sequences(np.random.default_rng(2), 203, 20, image_size=32, max_delta_t=3)
+    assert len(d) == 203 and d.image_shape == (1, 32, 32) and d.n_sequences == 11
+    assert min(d.seq_len.tolist()) >= 2
+    g = torch.Generator().manual_seed(0)
+    a, p = d.pairs(5000, g)
+    assert torch.equal(d.sequence[a], d.sequence[p])
+    gap = p - a
+    assert gap.min() >= 1 and gap.max() <= 3
+    assert abs(gap.double().mean().item() - d.mean_gap()) < 0.05
+    a2, p2 = d.pairs(5000, torch.Generator().manual_seed(0))
+    assert torch.equal(a, a2) and torch.equal(p, p2)
+    x = d.images(a[:4])
+    assert x.shape == (4, 1, 32, 32) and x.dtype == torch.float32 and x.max() <= 1
+
+
+def test_subset_and_split_keep_whole_sequences():
+    d = mask_sequences(np.random.default_rng(3), 100, 10, image_size=16)
+    train, test = split_sequences(d, 0.3, np.random.default_rng(0))
+    assert train.n_sequences == 7 and test.n_sequences == 3 and len(train) + len(test) == 100
+    rows = {tuple(r) for r in d.latents.tolist()}
+    assert {tuple(r) for r in test.latents.tolist()} <= rows
+    assert not {tuple(r) for r in test.latents.tolist()} & {
+        tuple(r) for r in train.latents.tolist()
+    }
+
+
+def test_setting_builds_finite_data_with_next_frame_pairs():
+    s = Setting.from_dict(
+        {
+            "latent": {"space": "box", "dim": 3},
+            "model": {"backbone": "conv", "hidden": [], "space": "box"},
+            "objective": {"kind": "lp_infonce", "p": 1.0},
+            "data": {"kind": "mask_sequences", "n_train": 120, "n_test": 40, "image_size": 16},
+        }
+    )
+    data = FiniteData.open(s, latent_process_of(s))
+    z, x, x_pos = data.pairs(8, torch.Generator().manual_seed(0), torch.device("cpu"))
+    assert z.shape == (8, 3) and x.shape == x_pos.shape == (8, 1, 16, 16)
+    again = FiniteData.open(s, latent_process_of(s))
+    assert torch.equal(again.train.latents, data.train.latents)  # the data seed fixes the data
+    with pytest.raises(ConfigError, match="kitti_masks"):
+        s.replace(**{"data.root": "/somewhere"})
+
+
+def test_kitti_masks_kind_reads_the_reader(tmp_path):
+    make_pickle(tmp_path / "kitti_peds_v2.pickle")
+    s = Setting.from_dict(
+        {
+            "latent": {"space": "box", "dim": 3},
+            "model": {"backbone": "conv", "hidden": [], "space": "box"},
+            "objective": {"kind": "lp_infonce", "p": 1.0},
+            "data": {"kind": "kitti_masks", "root": str(tmp_path), "max_delta_t": 2},
+        }
+    )
+    data = FiniteData.open(s, latent_process_of(s))
+    assert len(data.train) + len(data.test) == sum(LENGTHS) - 1  # 1-frame sequences dropped
+    assert data.test.n_sequences == 1  # 20 % of the 4 multi-frame sequences, at least one
+    a, p = data.train.pairs(500, torch.Generator().manual_seed(1))
+    assert torch.equal(data.train.sequence[a], data.train.sequence[p])
+    assert 1 <= (p - a).min() and (p - a).max() <= 2
+    with pytest.raises(ConfigError, match="root"):
+        Setting.from_dict({**s.to_dict(), "data": {"kind": "kitti_masks"}})
+
+
+def test_frames_of_keeps_masks(tmp_path):
+    from unmix.data import KittiMasks
+
+    seqs, _ = make_pickle(tmp_path / "kitti_peds_v2.pickle")
+    f = frames_of(KittiMasks(tmp_path), 1)
+    assert isinstance(f, FrameSequences) and f.n_sequences == len(seqs)
+    assert torch.equal(f.images([0])[0, 0], torch.from_numpy(seqs[0][0].astype(np.float32)))
+    assert math.isclose(f.mean_gap(), 1.0)

@@ -1,0 +1,71 @@
+"""Paper 000's Table 3 target: presets, budget rule (KITTI switch), smoke reproduction."""
+
+import time
+
+from unmix.papers import get_target, in_group
+from unmix.papers.zimmermann import table3
+from unmix.resolve import resolve
+
+
+def test_presets_carry_the_papers_values():
+    presets = in_group("zimmermann-table3")
+    assert len(presets) == 10
+    p = {x.name: x for x in presets}
+    sv = p["zimmermann-table3-dt0.05-slowvae"]
+    assert sv.paper["unsupervised"] == (66.1, 4.5) and sv.metric == "mcc_spearman"
+    assert sv.setting.model.kind == "slowvae" and sv.setting.data.max_delta_t == 1
+    lb = p["zimmermann-table3-dt0.15-laplace-box"]
+    assert lb.paper["unsupervised"] == (80.9, 3.8) and lb.setting.data.max_delta_t == 5
+    assert lb.setting.objective.p == 1.0 and lb.setting.model.space == "box"
+    assert lb.setting.train.batch_size == 64 and lb.setting.train.steps == 300_000
+
+
+def test_budget_rule_and_kitti_switch(monkeypatch, tmp_path):
+    monkeypatch.delenv(table3.KITTI_ROOT_ENV, raising=False)
+    s = resolve("zimmermann-table3-dt0.15-normal-box", "smoke").setting
+    assert s.data.kind == "mask_sequences" and s.data.image_size == 32 and s.train.steps == 4
+    q = resolve("zimmermann-table3-dt0.15-normal-box", "quick").setting
+    assert q.train.batch_size == 64 and q.data.image_size == 32
+    assert resolve("zimmermann-table3-dt0.05-slowvae", "paper").setting.train.batch_size == 64
+    monkeypatch.setenv(table3.KITTI_ROOT_ENV, str(tmp_path))
+    k = resolve("zimmermann-table3-dt0.15-normal-box", "smoke").setting
+    assert k.data.kind == "kitti_masks" and k.data.root == str(tmp_path)
+    assert k.data.max_delta_t == 5 and k.train.steps == 4
+    monkeypatch.delenv(table3.KITTI_ROOT_ENV)
+    o = resolve(
+        "zimmermann-table3-dt0.05-laplace-box",
+        "quick",
+        overrides={"data.kind": "kitti_masks", "data.root": "/data/kitti", "data.max_delta_t": 1},
+    ).setting
+    assert o.data.kind == "kitti_masks" and o.data.root == "/data/kitti"
+
+
+def test_orderings():
+    means = {(dt, m, s): v for dt, t in table3.TABLE3_PAPER.items() for (m, s), (v, _) in t.items()}
+    assert all(ok for _, ok in table3.orderings(means))  # the paper's own means
+    assert table3.orderings({})[0][1] is None
+
+
+def test_reproduce_smoke_runs_quickly(tmp_path, monkeypatch):
+    from unmix.reproduce import reproduce
+
+    monkeypatch.delenv(table3.KITTI_ROOT_ENV, raising=False)
+    t0 = time.perf_counter()
+    rep = reproduce("zimmermann-table3", budget="smoke", seeds=1, out=tmp_path)
+    assert time.perf_counter() - t0 < 30
+    assert not rep.failures and len(rep.rows) == 10
+    assert {r["data"] for r in rep.rows} == {"mask_sequences"}
+    assert "generated mask sequences" in rep.markdown and "66.1 ± 4.5" in rep.markdown
+    assert (tmp_path / "smoke" / "zimmermann-table3.md").exists()
+    assert get_target("zimmermann-table3").paper == "zimmermann"
+
+
+def test_mcc_spearman_is_rank_invariant():
+    import numpy as np
+
+    from unmix.registry import METRICS
+
+    z = np.random.default_rng(0).normal(size=(500, 3))
+    z_hat = np.exp(z[:, [2, 0, 1]]) * np.array([1.0, -2.0, 3.0])  # monotone per coordinate
+    value = METRICS.build(METRICS.validate("mcc_spearman"), z=z, z_hat=z_hat)
+    assert abs(value - 1.0) < 1e-12
