@@ -37,7 +37,9 @@ class MLPEncoder(nn.Module):
         for i, (a, b) in enumerate(zip(widths[:-1], widths[1:], strict=True)):
             layers.append(nn.Linear(a, b))
             if i < len(widths) - 2:
-                layers.append(nn.LeakyReLU(negative_slope))
+                # in place: the backward reads the output (slope > 0), so each layer keeps one
+                # activation for the backward instead of two
+                layers.append(nn.LeakyReLU(negative_slope, inplace=negative_slope > 0))
         self.backbone = nn.Sequential(*layers)
         self.head = make_head(space, out_dim, radius, learn_radius)
         self.in_dim, self.out_dim = in_dim, out_dim
