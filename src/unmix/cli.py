@@ -299,6 +299,13 @@ def verify(
         _fail(err)
     if as_json:
         print(json.dumps([r.to_dict() for r in results], indent=2))
+    elif not _is_terminal():  # pipes and files: one untruncated Markdown line per check
+        columns = ("group", "check", "measured", "criterion", "result")
+        rows = [
+            (r.group, r.name, f"{r.measured:.4g}", r.expected, "pass" if r.passed else "FAIL")
+            for r in results
+        ]
+        print(_markdown_table(columns, rows))
     else:
         table = Table("group", "check", "measured", "criterion", "result")
         for r in results:
