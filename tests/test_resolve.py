@@ -41,7 +41,10 @@ def test_show_then_train_is_the_preset_run(tmp_path):
     sa, sb = (json.loads((d / "summary.json").read_text()) for d in (a, b))
     assert sa["r2"] == sb["r2"] and sa["mcc"] == sb["mcc"] and sa["loss"] == sb["loss"]
     prov = json.loads((b / "manifest.json").read_text())["provenance"]
-    assert prov["train.steps"] == "cli" and prov["latent.conditional.kind"] == "preset:zimmermann-table1-row1"
+    assert (
+        prov["train.steps"] == "cli"
+        and prov["latent.conditional.kind"] == "preset:zimmermann-table1-row1"
+    )
     assert prov["model.hidden"] == "paper:zimmermann/quick"
     assert prov["train.lr_schedule"] == "budget:quick"
     assert json.loads((a / "manifest.json").read_text())["provenance"]["train.steps"].startswith(
@@ -56,7 +59,7 @@ def test_the_recipe_is_keyed_by_content_not_by_name(tmp_path):
     mine = resolve(str(path), "quick").setting
     preset = resolve("zimmermann-table1-row1", "quick").setting
     assert mine.replace(name=preset.name) == preset
-    assert mine.train.steps == 10_000 and mine.model.hidden == (20, 20, 20)
+    assert mine.train.steps == 15_000 and mine.model.hidden == (20, 20, 20)
 
 
 def test_cli_overrides_land_in_config_and_provenance(tmp_path):
