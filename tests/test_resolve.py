@@ -59,7 +59,7 @@ def test_the_recipe_is_keyed_by_content_not_by_name(tmp_path):
     mine = resolve(str(path), "quick").setting
     preset = resolve("zimmermann-table1-row1", "quick").setting
     assert mine.replace(name=preset.name) == preset
-    assert mine.train.steps == 10_000 and mine.model.hidden == (20, 20, 20)
+    assert mine.train.steps == 15_000 and mine.model.hidden == (20, 20, 20)
 
 
 def test_cli_overrides_land_in_config_and_provenance(tmp_path):

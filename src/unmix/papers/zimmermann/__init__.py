@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from unmix.papers.base import Paper, PlannedRun, Target, in_group, register_paper
@@ -21,23 +22,72 @@ QUICK_VECTOR_MODEL: dict[str, Any] = {"model.hidden": [20, 20, 20], "model.stand
 (3 hidden layers of 20·N units instead of the paper's 6) on standardised inputs."""
 
 
+BOX_TAU_FRACTION = 0.2
+"""The ``quick`` τ of an Lp objective on the box under normal noise, as a fraction of the matched τ
+(:func:`matched_lp_tau`); docs/quick_budget_search.md, "Second search"."""
+
+
+def noise_moment(dist: Any, p: float) -> float:
+    """E|ε|^p of one coordinate of a normal (σ), Laplace (λ) or generalised-normal (s, β) noise."""
+    if dist.kind == "normal":
+        return dist.scale**p * 2 ** (p / 2) * math.gamma((p + 1) / 2) / math.sqrt(math.pi)
+    if dist.kind == "laplace":
+        return dist.scale**p * math.gamma(p + 1)
+    if dist.kind == "gennorm":
+        return dist.scale**p * math.gamma((p + 1) / dist.beta) / math.gamma(1 / dist.beta)
+    raise ValueError(f"no moment rule for a '{dist.kind}' conditional")
+
+
+def matched_lp_tau(dist: Any, p: float) -> float:
+    """τ = p·E|ε|^p: the temperature at which ``exp(-‖z − z̃‖_p^p/τ)`` *is* the conditional when it is
+    matched (normal with p = 2: 2σ²; Laplace with p = 1: λ; generalised normal with p = β: s^β), and
+    the same moment rule when it is not (e.g. Laplace or normal noise with p = 3)."""
+    return p * noise_moment(dist, p)
+
+
 def quick_overrides(setting: Setting) -> dict[str, Any]:
-    """Per-setting part of the ``quick`` budget, by the rule the search found
-    (docs/quick_budget_search.md): on the sphere, τ = 1/κ for a vMF conditional (10,000 steps when
-    κ ≤ 1, where the signal is weakest; 3,000 otherwise) and τ = 0.05 for projected noise of scale
-    0.05 (8,000 steps); box and R^N rows keep the paper's τ = 1 (4,000 and 5,000 steps)."""
+    """Per-setting part of the ``quick`` budget, by the rule the searches found
+    (docs/quick_budget_search.md), one rule per family:
+
+    * sphere, vMF conditional: τ = 1/κ; when κ ≤ 1 (the weakest signal, where gradient noise
+      dominates) lr 1e-3 and 15,000 steps, otherwise 3,000 steps;
+    * sphere, projected noise (scale 0.05): τ = 0.05, 8,000 steps;
+    * box with an unbounded encoder, an Lp objective (``q = p``) and a *normal* conditional:
+      τ = :data:`BOX_TAU_FRACTION` · :func:`matched_lp_tau` (3 significant digits; at the paper's
+      τ = 1 the encoder spends its steps inflating its output scale towards the matched one),
+      batch 4,096 (the in-batch task saturates: a larger batch holds more negatives near each
+      positive), 800 steps; other box settings (Laplace noise included, where this rule measured
+      worse) keep the paper's τ and 4,000 steps;
+    * R^N: the paper's τ = 1, 5,000 steps."""
     lat, out = setting.latent, {}
-    has_tau = "tau" in type(setting.objective).model_fields
+    obj = setting.objective
+    has_tau = "tau" in type(obj).model_fields
     if lat.space == "sphere" and lat.conditional is not None:
         if lat.conditional.kind == "vmf":
             kappa = lat.conditional.kappa
-            out = {"objective.tau": 1.0 / kappa, "train.steps": 10_000 if kappa <= 1 else 3000}
+            out = {"objective.tau": 1.0 / kappa, "train.steps": 3000}
+            if kappa <= 1:
+                out.update({"train.steps": 15_000, "train.lr": 1e-3})
         else:
             out = {"objective.tau": 0.05, "train.steps": 8000}
         if not has_tau:
             out.pop("objective.tau")
         return out
-    return {"train.steps": 4000 if lat.space == "box" else 5000}
+    if lat.space != "box":
+        return {"train.steps": 5000}
+    out = {"train.steps": 4000}
+    cond, p = lat.conditional, getattr(obj, "p", None)
+    if (
+        has_tau
+        and setting.model.space == "unbounded"
+        and p is not None
+        and getattr(obj, "q", None) in (None, p)
+        and cond is not None
+        and cond.kind == "normal"
+    ):
+        tau = float(f"{BOX_TAU_FRACTION * matched_lp_tau(cond, p):.3g}")
+        out = {"objective.tau": tau, "train.batch_size": 4096, "train.steps": 800}
+    return out
 
 
 def budget_rule(setting: Setting, budget: str) -> dict[str, Any] | None:
