@@ -450,9 +450,8 @@ class Setting(_Strict):
                 f"{self.mixing.kind}"
             )
         augment = self.data is not None and self.data.positives in ("augment", "next_frame")
-        needs_pairs = self.objective.kind not in ("elbo", "supervised")
-        if self.objective.kind in OBJECTIVES:
-            needs_pairs = OBJECTIVES.entry(self.objective.kind).meta.get("needs_pairs", needs_pairs)
+        # registered with needs_pairs=False: trains on anchors alone (supervised, the ELBO)
+        needs_pairs = OBJECTIVES.entry(self.objective.kind).meta.get("needs_pairs", True)
         if self.latent.conditional is None and needs_pairs and not augment:
             raise ValueError(
                 f"objective '{self.objective.kind}' needs positive pairs: give the latent a "

@@ -148,7 +148,7 @@ class ELBO(nn.Module):
         return f"kl_weight={self.kl_weight:g}, mc_samples={self.mc_samples}"
 
 
-@register_objective("elbo")
+@register_objective("elbo", needs_pairs=False)
 def elbo(
     *,
     kl_weight: Annotated[float, Field(ge=0, le=1e6)] = 1.0,

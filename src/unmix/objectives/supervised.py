@@ -41,7 +41,7 @@ class Supervised(nn.Module):
         return (z_hat - z.to(z_hat.dtype)).pow(2).mean()
 
 
-@register_objective("supervised")
+@register_objective("supervised", needs_pairs=False)
 def supervised():
     """Mean squared error of f(x) to the true latents z (the supervised baseline)."""
     from unmix.objectives.base import SupervisedObjective

@@ -18,7 +18,7 @@ from typing import Any
 
 from unmix.devices import resolve_device
 from unmix.errors import ConfigError
-from unmix.papers import PlannedRun, Target, get_target
+from unmix.papers import PAPERS, PlannedRun, Target, get_target
 from unmix.reproduce.common import ReproduceReport, collect_rows, report_dir, write_report
 from unmix.resolve import Resolved, resolve
 from unmix.sweep import Job, JobOutcome, run_jobs
@@ -44,13 +44,15 @@ def plan(
     tgt = get_target(target)
     if isinstance(seeds, bool) or not isinstance(seeds, int) or seeds < 1:
         raise ConfigError(f"--seeds must be a whole number >= 1, got {seeds!r}.")
+    # a paper with table columns names every run after its column (…-unsupervised, …-identity)
+    has_columns = bool(PAPERS[tgt.paper].columns) if tgt.paper in PAPERS else False
     items = []
     for run in tgt.plan(seeds, baselines):
         data_seed = run.seed if run.data_seed is None else run.data_seed
         resolved = resolve(
             run.preset,
             budget,
-            column=run.column if tgt.paper == "zimmermann" else None,
+            column=run.column if has_columns else None,
             seeds={"data": data_seed, "train": run.seed},
             overrides=overrides,
         )
