@@ -35,7 +35,16 @@ import yaml
 from unmix.errors import ConfigError
 from unmix.papers import PAPERS, PRESETS, closest, get_preset, paper_of
 from unmix.registry import DATASETS, MIXINGS, MODELS, OBJECTIVES
-from unmix.settings import LatentSpec, Seeds, Setting, TrainSpec, apply_updates
+from unmix.settings import (
+    LatentSpec,
+    Seeds,
+    Setting,
+    TrainSpec,
+    apply_updates,
+    changed_fields,
+    flat_fields,
+    same_value,
+)
 
 BUDGETS: dict[str, dict[str, Any]] = {
     "smoke": {
@@ -163,7 +172,7 @@ def resolve(
         data, origin = source.to_dict(), "setting"
     else:
         data, origin = load_source(source)
-    setter: dict[str, str] = dict.fromkeys(_leaves(data), origin)
+    setter: dict[str, str] = dict.fromkeys(flat_fields(data), origin)
     current = _validated(data, origin)
 
     def apply(layer: str, updates: dict[str, Any]) -> None:
@@ -171,7 +180,7 @@ def resolve(
         if not updates:
             return
         new = apply_updates(data, updates)
-        for key in _changed(data, new):
+        for key in changed_fields(data, new):
             setter[key] = layer
         data = new
         current = _validated(data, layer)
@@ -195,8 +204,8 @@ def resolve(
     defaults = _defaults(current)
     provenance = {
         key: setter.get(key, origin)
-        for key, value in _leaves(current.to_dict()).items()
-        if key not in defaults or not _equal(defaults[key], value)
+        for key, value in flat_fields(current.to_dict()).items()
+        if key not in defaults or not same_value(defaults[key], value)
     }
     return Resolved(current, provenance, origin)
 
@@ -213,30 +222,6 @@ def _all_columns() -> dict[str, Any]:
     for paper in PAPERS.values():
         out.update(paper.columns)
     return out
-
-
-def _leaves(data: Any, prefix: str = "") -> dict[str, Any]:
-    if isinstance(data, dict):
-        out: dict[str, Any] = {}
-        for k, v in data.items():
-            key = f"{prefix}.{k}" if prefix else str(k)
-            if isinstance(v, dict):
-                out.update(_leaves(v, key))
-            else:
-                out[key] = v
-        return out
-    return {prefix: data}
-
-
-def _changed(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
-    a, b = _leaves(old), _leaves(new)
-    return [k for k, v in b.items() if k not in a or not _equal(a[k], v)]
-
-
-def _equal(a: Any, b: Any) -> bool:
-    if isinstance(a, list | tuple) and isinstance(b, list | tuple):
-        return list(a) == list(b)
-    return a == b
 
 
 def _defaults(setting: Setting) -> dict[str, Any]:
@@ -258,7 +243,7 @@ def _defaults(setting: Setting) -> dict[str, Any]:
         for k, f in registry.entry(spec.kind).spec.model_fields.items():
             if not f.is_required():
                 value = _json(f.get_default(call_default_factory=True))
-                for leaf, v in _leaves(value, f"{section}.{k}").items():
+                for leaf, v in flat_fields(value, f"{section}.{k}").items():
                     out[leaf] = v
     for section in ("mixing", "model", "objective"):  # a section's kind: the Setting's default
         out[f"{section}.kind"] = Setting.model_fields[section].default.kind

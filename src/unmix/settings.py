@@ -253,10 +253,30 @@ checkpoints hold them). A field that does not belong to the section's kind is dr
 holds that old default — it had no effect — and refused otherwise."""
 
 
-def _same(a: Any, b: Any) -> bool:
+def same_value(a: Any, b: Any) -> bool:
+    """Field equality in which a list and a tuple of the same items are equal (YAML vs specs)."""
     if isinstance(a, list | tuple) and isinstance(b, list | tuple):
         return list(a) == list(b)
     return a == b
+
+
+def flat_fields(data: Any, prefix: str = "") -> dict[str, Any]:
+    """A setting (as a dict) as ``{dotted field: value}``; lists are values, mappings nest."""
+    if not isinstance(data, dict):
+        return {prefix: data}
+    out: dict[str, Any] = {}
+    for k, v in data.items():
+        key = f"{prefix}.{k}" if prefix else str(k)
+        out.update(flat_fields(v, key) if isinstance(v, dict) else {key: v})
+    return out
+
+
+def changed_fields(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
+    """The dotted fields whose values differ between two settings as dicts (either side)."""
+    a, b = flat_fields(old), flat_fields(new)
+    return [
+        k for k in sorted(set(a) | set(b)) if k not in a or k not in b or not same_value(a[k], b[k])
+    ]
 
 
 def _section(registry: Registry, section: str, default_kind: str | None):
@@ -269,7 +289,7 @@ def _section(registry: Registry, section: str, default_kind: str | None):
                 value = {
                     k: v
                     for k, v in value.items()
-                    if k in fields or k not in legacy or not _same(v, legacy[k])
+                    if k in fields or k not in legacy or not same_value(v, legacy[k])
                 }
             if default_kind is not None:
                 value = {"kind": default_kind, **value}

@@ -23,7 +23,7 @@ from unmix import plugins, runs, seeds
 from unmix.devices import resolve_device
 from unmix.errors import CheckpointError, ConfigError, TrainingError
 from unmix.experiment import Experiment
-from unmix.settings import Setting, TrainSpec
+from unmix.settings import Setting, TrainSpec, changed_fields, flat_fields
 from unmix.tracking import Callback
 
 
@@ -221,7 +221,7 @@ def _train(setting, out_dir, device, resume, progress, hooks, provenance) -> Run
         hook.on_start(
             {
                 "setting": setting.name,
-                "flat_setting": _flat(setting.to_dict()),
+                "flat_setting": flat_fields(setting.to_dict()),
                 "run_dir": run_dir,
                 "start_step": start_step,
             }
@@ -313,14 +313,6 @@ def _train(setting, out_dir, device, resume, progress, hooks, provenance) -> Run
     return RunResult(summary, history, exp, run_dir)
 
 
-def _flat(data: dict[str, Any], prefix: str = "") -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for k, v in data.items():
-        key = f"{prefix}.{k}" if prefix else str(k)
-        out.update(_flat(v, key) if isinstance(v, dict) else {key: v})
-    return out
-
-
 def _copy_state(model: torch.nn.Module) -> dict[str, torch.Tensor]:
     return {k: v.detach().clone() for k, v in model.state_dict().items()}
 
@@ -395,34 +387,16 @@ def _restore(path: Path, setting: Setting, exp: Experiment, opt, sched, gen):
 
 def _resume_changes(old: Setting, new: Setting, path: Path) -> dict[str, list[Any]]:
     a, b = old.to_dict(), new.to_dict()
-    changed: dict[str, list[Any]] = {}
-    for key in sorted(set(a) | set(b)):
-        if a.get(key) == b.get(key):
-            continue
-        if key == "train":
-            for k in sorted(set(a[key]) | set(b[key])):
-                if a[key].get(k) != b[key].get(k):
-                    changed[f"train.{k}"] = [a[key].get(k), b[key].get(k)]
-            continue
-        if key == "name":
-            continue
-        fields = _differing(a.get(key), b.get(key), key)
+    fields = [k for k in changed_fields(a, b) if k != "name"]
+    others = [k for k in fields if not k.startswith("train.")]
+    if others:
         raise CheckpointError(
-            f"{path} was written for a different setting ({', '.join(fields)} changed); only "
+            f"{path} was written for a different setting ({', '.join(others)} changed); only "
             "train.* fields may change on --resume: resume with its config.yaml, or train into "
             "a new --out directory."
         )
-    return changed
-
-
-def _differing(a: Any, b: Any, prefix: str) -> list[str]:
-    if isinstance(a, dict) and isinstance(b, dict):
-        out: list[str] = []
-        for k in sorted(set(a) | set(b)):
-            if a.get(k) != b.get(k):
-                out += _differing(a.get(k), b.get(k), f"{prefix}.{k}")
-        return out
-    return [prefix]
+    fa, fb = flat_fields(a), flat_fields(b)
+    return {k: [fa.get(k), fb.get(k)] for k in fields}
 
 
 class _Bar:
