@@ -91,3 +91,16 @@ def test_identity_column_ignores_input_standardisation():
     s = column_setting(presets.get("zimmermann-table1-row1"), "identity", "quick", 0)
     assert s.model.kind == "identity"  # the column replaces the quick encoder entirely
     assert 0.5 < train(s).summary["r2"] < 0.8
+
+
+def test_estimate_covers_the_identity_column(tmp_path):
+    """The wall-time estimate printed before a quick/paper target times every distinct step,
+    including the Identity column's model, which has no parameters to train (it used to crash
+    ``unmix reproduce zimmermann-table1 --budget quick`` before the first run)."""
+    from unmix.reproduce import estimate_seconds
+
+    items = plan("zimmermann-table1", "smoke", 1, tmp_path)
+    jobs = [job for run, _, job in items if run.preset == "zimmermann-table1-row1"]
+    assert any(job.setting.model.kind == "identity" for job in jobs)
+    secs = estimate_seconds(jobs, workers=1, probe_steps=1)
+    assert 0 < secs < 600

@@ -128,7 +128,10 @@ def bench_steps(
         raise ConfigError(f"--precision must be fp32 or bf16, got {precision!r}.")
     exp = Experiment.build(setting, device)
     autocast = torch.autocast(exp.device.type, dtype=torch.bfloat16, enabled=precision == "bf16")
-    opt = torch.optim.Adam(exp.encoder.parameters(), lr=1e-4)
+    trainable = [p for p in exp.encoder.parameters() if p.requires_grad]
+    # A model with nothing to train (``model.kind: identity``, the papers' Identity column) is
+    # timed for sampling, forward and loss only, as the trainer does with it.
+    opt = torch.optim.Adam(trainable, lr=1e-4) if trainable else None
     gen = exp.stream_generator("train/batches")
     dev = exp.device
     obj = exp.objective
@@ -153,9 +156,10 @@ def bench_steps(
                 loss = obj(exp.encoder, batch)
         _sync(dev)
         t3 = time.perf_counter()
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
+        if opt is not None:
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
         _sync(dev)
         t4 = time.perf_counter()
         if i >= warmup:
