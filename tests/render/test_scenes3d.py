@@ -361,6 +361,51 @@ def test_config_errors(r32):
     with pytest.raises(ConfigError, match="antialias must be an integer >= 1"):
         SceneRenderer(antialias=0)
 
+    with pytest.raises(ConfigError, match=r"object_scale must be a number in \[0.1, 4\]"):
+        SceneRenderer(object_scale=0.0)
+    with pytest.raises(ConfigError, match="two_tone must be true or false"):
+        SceneRenderer(two_tone=1)
+
+
+# --------------------------------------------------------------------------- options
+def test_two_tone_recolours_only_the_small_parts():
+    """``two_tone`` changes the albedo of spout, knob (lighter) and handle (darker): pixels on
+    the body and the ground stay identical, the geometry (which ray hits what) is unchanged."""
+    u = _u(6, 3)
+    plain, tone = SceneRenderer(size=32), SceneRenderer(size=32, two_tone=True)
+    a, b = plain.render_buffers(u), tone.render_buffers(u)
+    assert torch.equal(a["hit"], b["hit"])
+    changed = (a["image"] != b["image"]).any(1).flatten(1)  # (n, P)
+    on_parts = (a["hit"] >= 1) & (a["hit"] <= 3)  # spout, knob, handle
+    assert bool(changed.any()) and not bool((changed & ~on_parts).any())
+    # light parts are brighter, the handle darker, than the same pixels drawn in one colour
+    lum_a, lum_b = a["image"].sum(1).flatten(1), b["image"].sum(1).flatten(1)
+    light = (a["hit"] == 1) | (a["hit"] == 2)
+    assert bool((lum_b[light] >= lum_a[light] - 1e-6).all())
+    assert bool((lum_b[a["hit"] == 3] <= lum_a[a["hit"] == 3] + 1e-6).all())
+
+
+def test_object_scale_grows_the_object_and_keeps_the_ground_below_it():
+    u = _u(16, 4)
+    base = SceneRenderer(size=32)
+    big = SceneRenderer(size=32, object_scale=2.0)
+    assert base.ground_z == -5.3  # the default scene is unchanged
+    assert big.ground_z < -3.0 - bounding_radius(big.primitives)
+    k = len(base.primitives)
+    px_base = (base.render_buffers(u)["hit"] < k).sum(1).double()
+    px_big = (big.render_buffers(u)["hit"] < k).sum(1).double()
+    # area grows roughly with the square of the scale (perspective and the frame edge aside)
+    ratio = float(px_big.sum() / px_base.sum())
+    assert 1.6 < ratio < 2.4, ratio
+
+
+def test_scenes3d_mixing_fields_reach_the_renderer():
+    from unmix.registry import MIXINGS
+
+    spec = {"kind": "scenes3d", "image_size": 16, "antialias": 2, "object_scale": 1.8}
+    r = MIXINGS.entry("scenes3d").build({**spec, "two_tone": True}).renderer
+    assert (r.size, r.antialias, r.object_scale, r.two_tone) == (16, 2, 1.8, True)
+
 
 if __name__ == "__main__":
     if "--regen-golden" in sys.argv:

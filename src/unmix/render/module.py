@@ -54,10 +54,15 @@ class SpritesSpec(SpecBase):
 
 
 class Scenes3DSpec(SpecBase):
-    """A 3DIdent-like scene (10 factors), ``image_size`` px."""
+    """A 3DIdent-like scene (10 factors), ``image_size`` px; ``antialias`` sub-pixel rays per
+    pixel side, ``object_scale`` the object's size, ``two_tone`` contrasting albedos on its small
+    asymmetric parts (see :class:`~unmix.render.SceneRenderer`)."""
 
     kind: Literal["scenes3d"] = "scenes3d"
     image_size: Annotated[int, Field(ge=8, le=512)] = 64
+    antialias: Annotated[int, Field(ge=1, le=8)] = 1
+    object_scale: Annotated[float, Field(ge=0.1, le=4.0)] = 1.4
+    two_tone: bool = False
 
 
 @register_mixing("sprites", spec=SpritesSpec, renderer_dim=4)
@@ -69,11 +74,21 @@ def sprites(*, image_size: int = 64, sprite_shape: str = "triangle") -> RenderMi
 
 
 @register_mixing("scenes3d", spec=Scenes3DSpec, renderer_dim=10)
-def scenes3d(*, image_size: int = 64) -> RenderMixing:
+def scenes3d(
+    *,
+    image_size: int = 64,
+    antialias: int = 1,
+    object_scale: float = 1.4,
+    two_tone: bool = False,
+) -> RenderMixing:
     """The 3D-scene renderer as a mixing (latents in the unit box [0, 1]^10)."""
     from unmix.render.scenes3d import SceneRenderer
 
-    return RenderMixing(SceneRenderer(size=image_size))
+    return RenderMixing(
+        SceneRenderer(
+            size=image_size, antialias=antialias, object_scale=object_scale, two_tone=two_tone
+        )
+    )
 
 
 def build_renderer(spec: SpecBase, flatten: bool = False) -> RenderMixing:

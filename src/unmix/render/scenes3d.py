@@ -141,6 +141,11 @@ class Primitive:
     rot: np.ndarray
 
 
+# Roles of default_object's primitives, in its order, and their (gain, white) albedo under
+# ``two_tone``: light parts are half the object colour plus half white, the handle is dark.
+_PART_ROLES = ("body", "spout", "knob", "handle")
+_TWO_TONE = {"body": (1.0, 0.0), "spout": (0.5, 0.5), "knob": (0.5, 0.5), "handle": (0.35, 0.0)}
+
 # Rotation centre of the object, in the coordinates of the primitive list below: close to the
 # centre of the smallest ball around the object, so the object turns about its middle.
 _OBJECT_ORIGIN = (0.12, 0.0, 0.2)
@@ -226,6 +231,17 @@ class SceneRenderer:
         Cast shadow rays (ground shadows and self-shadowing). Default True.
     max_rays_per_chunk:
         Memory knob: images are rendered in chunks of about this many rays.
+    object_scale:
+        Size of the object (a multiple of :func:`default_object`'s units; 1.4 default, the
+        object then spans ≈ 130 of 4,096 pixels at 64 px). The ground plane moves down with a
+        larger object so that it can never cut it (``ground_z = min(-5.3, -3 - 1.001 r - 0.05)`` with
+        ``r`` the object's bounding radius).
+    two_tone:
+        Draw the object's small asymmetric parts in contrasting albedos: spout and lid knob
+        light (the object colour mixed half-and-half with white), handle dark (0.35 × the object
+        colour); the body keeps the object colour. Off by default (one colour, as 3DIdent's
+        teapot). It makes the orientation readable at low resolution, where the body's
+        near-symmetric ellipsoid alone is ambiguous up to half turns (docs/images.md).
 
     ``render(u)`` maps unit-box factors ``(..., 10)`` (order :data:`SCENE_FACTOR_NAMES`) to a
     float32 image tensor ``(..., 3, H, W)`` in :math:`[0, 1]`. See the module docstring.
@@ -246,7 +262,6 @@ class SceneRenderer:
     cam_distance = 20.0
     cam_elevation = math.radians(35.0)
     cam_fov = math.radians(34.0)
-    object_scale = 1.4
 
     def __init__(
         self,
@@ -254,6 +269,8 @@ class SceneRenderer:
         antialias: int = 1,
         shadows: bool = True,
         max_rays_per_chunk: int = 1 << 18,
+        object_scale: float = 1.4,
+        two_tone: bool = False,
     ) -> None:
         owner = "SceneRenderer"
         self.size = _check_size(size, owner)
@@ -270,7 +287,24 @@ class SceneRenderer:
         self.antialias = antialias
         self.shadows = bool(shadows)
         self.max_rays_per_chunk = max_rays_per_chunk
+        if (
+            isinstance(object_scale, bool)
+            or not isinstance(object_scale, int | float)
+            or not 0.1 <= object_scale <= 4.0
+        ):
+            raise ConfigError(
+                f"{owner}: object_scale must be a number in [0.1, 4] (1.4 default), got "
+                f"{object_scale!r}."
+            )
+        if not isinstance(two_tone, bool):
+            raise ConfigError(f"{owner}: two_tone must be true or false, got {two_tone!r}.")
+        self.object_scale = float(object_scale)
+        self.two_tone = two_tone
         self.primitives = default_object(self.object_scale)
+        # the object's lowest point is at z >= -3 - r; keep the ground below it
+        self.ground_z = min(
+            SceneRenderer.ground_z, -3.0 - 1.001 * bounding_radius(self.primitives) - 0.05
+        )
         self._build_constants()
 
     # ------------------------------------------------------------------ set-up
@@ -283,6 +317,13 @@ class SceneRenderer:
         )  # (K, 3, 3)
         self._prim_c = torch.tensor([p.centre for p in prims], dtype=torch.float32)  # (K, 3)
         self._is_box = torch.tensor([p.kind == "box" for p in prims])
+        # albedo of primitive k: gain_k * object colour + white_k (see ``two_tone``)
+        gains, whites = [1.0] * len(prims), [0.0] * len(prims)
+        if self.two_tone:
+            for k, role in enumerate(_PART_ROLES[: len(prims)]):
+                gains[k], whites[k] = _TWO_TONE[role]
+        self._albedo_gain = torch.tensor(gains, dtype=torch.float32)
+        self._albedo_white = torch.tensor(whites, dtype=torch.float32)
         self._Mc = torch.einsum("kij,kj->ki", self._prim_M, self._prim_c)  # (K, 3) M_k c_k
         self.n_ellipsoids = int((~self._is_box).sum())
         if bool(self._is_box[: self.n_ellipsoids].any()):
@@ -537,7 +578,12 @@ class SceneRenderer:
         rad = ground_rgb[:, :, None] * (sky_g + dv * light_rgb[:, :, None])  # (n, 3, P)
         sky_o = self.ambient * (0.6 + 0.4 * nrm[:, 2])
         irr_o = sky_o[:, None] + (self.spot_gain * direct_o * vis_o)[:, None] * light_rgb[on]
-        rad[on, :, op] = obj_rgb[on] * irr_o
+        if self.two_tone:
+            alb = obj_rgb[on] * self._albedo_gain.to(dev)[k_o, None]
+            alb = alb + self._albedo_white.to(dev)[k_o, None]
+        else:
+            alb = obj_rgb[on]
+        rad[on, :, op] = alb * irr_o
         rad = rad.clamp_(0.0, 1.0)
         k2 = self.antialias**2
         rad = rad.reshape(n, 3, self.size, self.size, k2)
