@@ -141,7 +141,7 @@ def _train(setting, out_dir, device, resume, progress, hooks, provenance) -> Run
     gen = exp.stream_generator("train/batches")
     z_eval = exp.eval_data()
     history: list[dict[str, Any]] = []
-    start_step, elapsed_before = 0, 0.0
+    start_step, elapsed_before, cpu_before = 0, 0.0, 0.0
     manifest = runs.environment_info(device)
     manifest.update(
         setting=setting.name,
@@ -156,7 +156,7 @@ def _train(setting, out_dir, device, resume, progress, hooks, provenance) -> Run
     if run_dir is not None:
         ckpt_path = run_dir / runs.CHECKPOINT
         if resume:
-            start_step, elapsed_before, history, changed = _restore(
+            start_step, elapsed_before, cpu_before, history, changed = _restore(
                 ckpt_path, setting, exp, opt, sched, gen
             )
             if changed:
@@ -187,6 +187,7 @@ def _train(setting, out_dir, device, resume, progress, hooks, provenance) -> Run
         }
         row["eval_s"] = time.perf_counter() - t0
         row["elapsed_s"] = elapsed_before + (time.perf_counter() - t_start)
+        row["cpu_s"] = cpu_before + (time.process_time() - cpu_start)  # this process, all threads
         history.append(row)
         if spec.keep_checkpoint == "best":  # by the setting's first metric (higher is better)
             key = setting.metric_names[0]
@@ -213,6 +214,7 @@ def _train(setting, out_dir, device, resume, progress, hooks, provenance) -> Run
                 "generator": gen.get_state(),
                 "history": history,
                 "elapsed_s": elapsed_before + (time.perf_counter() - t_start),
+                "cpu_s": cpu_before + (time.process_time() - cpu_start),
             },
         )
         runs.write_csv(run_dir / runs.METRICS, history)
@@ -231,6 +233,7 @@ def _train(setting, out_dir, device, resume, progress, hooks, provenance) -> Run
         exp.device.type, dtype=torch.bfloat16, enabled=spec.precision == "bf16"
     )
     t_start = time.perf_counter()
+    cpu_start = time.process_time()
     last_checkpoint = t_start
     train_time = 0.0
     bar = _progress_bar(progress, spec.steps, start_step, setting.name)
@@ -281,11 +284,16 @@ def _train(setting, out_dir, device, resume, progress, hooks, provenance) -> Run
         "setting": setting.name,
         "status": "finished",
         "steps": spec.steps,
-        **{k: v for k, v in final.items() if k not in ("step", "lr", "eval_s", "elapsed_s")},
+        **{
+            k: v
+            for k, v in final.items()
+            if k not in ("step", "lr", "eval_s", "elapsed_s", "cpu_s")
+        },
         "metrics": list(setting.metric_names),
         "seeds": setting.seeds.model_dump(),
         "train_time_s": train_time,
         "wall_time_s": elapsed_before + time.perf_counter() - t_start,
+        "cpu_time_s": cpu_before + time.process_time() - cpu_start,
         "steps_per_s": (spec.steps - start_step) / train_time if train_time > 0 else None,
         "resumed_from_step": start_step or None,
         "device": device,
@@ -382,7 +390,9 @@ def _restore(path: Path, setting: Setting, exp: Experiment, opt, sched, gen):
         sched.lr_lambdas = [lr_factor(setting.train) for _ in opt.param_groups]
         for group in opt.param_groups:
             group["lr"] = setting.train.lr * lr_factor(setting.train)(step)
-    return step, float(state.get("elapsed_s", 0.0)), list(state["history"]), changed
+    elapsed = float(state.get("elapsed_s", 0.0))
+    cpu = float(state.get("cpu_s", elapsed))  # checkpoints before 0.2 kept wall time only
+    return step, elapsed, cpu, list(state["history"]), changed
 
 
 def _resume_changes(old: Setting, new: Setting, path: Path) -> dict[str, list[Any]]:

@@ -26,7 +26,16 @@ from unmix.sweep import Job, JobOutcome, run_jobs
 __all__ = ["ReproduceReport", "plan", "reproduce", "run_row"]
 
 BOOKKEEPING = frozenset(
-    {"steps", "steps_per_s", "resumed_from_step", "loss", "threads", "train_time_s", "wall_time_s"}
+    {
+        "steps",
+        "steps_per_s",
+        "resumed_from_step",
+        "loss",
+        "threads",
+        "train_time_s",
+        "wall_time_s",
+        "cpu_time_s",
+    }
 )
 
 
@@ -107,6 +116,8 @@ def run_row(run: PlannedRun, summary: dict[str, Any], run_dir: Path) -> dict[str
         "steps": summary.get("steps"),
         "train_time_s": summary.get("train_time_s"),
         "wall_time_s": summary.get("wall_time_s"),
+        "cpu_time_s": summary.get("cpu_time_s"),
+        "threads": summary.get("threads"),
         "run_dir": str(run_dir),
     }
 

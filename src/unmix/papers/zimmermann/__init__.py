@@ -154,7 +154,9 @@ def _table(group: str):
             return reports.fig2_report(rows, folder)
         if group == "zimmermann-table4":
             return reports.table4_markdown(rows, budget, seeds)
-        return reports.table_markdown(group, rows, budget, seeds)
+        return reports.table_markdown(group, rows, budget, seeds) + (
+            reports.time_to_identifiability(group, rows, folder)
+        )
 
     return write
 

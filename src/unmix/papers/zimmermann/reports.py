@@ -6,20 +6,27 @@ where the paper reports them, the Identity and Supervised baselines) — see
 
 * the table, with our mean ± std over seeds beside the paper's mean ± std, and the M. column
   computed by :func:`unmix.papers.zimmermann.presets.assumptions_match`;
-* ``zimmermann-fig2.png`` (Fig. 2) — R² against the marginal's concentration, with the mass to move.
+* ``zimmermann-fig2.png`` (Fig. 2) — R² against the marginal's concentration, with the mass to move;
+* for Tables 1 and 2, each row's CPU-minutes and the fields where the budget's recipe departs from
+  the paper's setting, the total CPU-minutes of the unsupervised runs, and
+  ``<target>-time.png`` — *time to identifiability*: the held-out score of every row's
+  unsupervised run against the CPU-seconds it had used, the paper's value as a mark.
 """
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
+from typing import Any
 
 import numpy as np
+import yaml
 
 from unmix.papers.base import Preset, in_group
 from unmix.papers.figures import save_figure
 from unmix.papers.zimmermann import presets
 from unmix.papers.zimmermann.presets import PAPER_000, assumptions_match
-from unmix.settings import label
+from unmix.settings import changed_fields, flat_fields, label
 
 COLUMNS = ("identity", "supervised", "unsupervised")
 
@@ -91,19 +98,80 @@ def _fmt(values: list[float]) -> str:
     return f"{v.mean():.2f} ± {v.std(ddof=1):.2f}" if len(v) > 1 else f"{v[0]:.2f}"
 
 
+RECIPE_FIELDS = {
+    "objective.tau": "τ {:g}",
+    "objective.n_negatives": "{} external negatives",
+    "train.batch_size": "batch {:,}",
+    "train.steps": "{:,} steps",
+    "train.lr": "lr {:g}",
+    "train.lr_schedule": "{} lr",
+    "model.hidden": "hidden {} ×N",
+    "model.standardize_input": "standardised input",
+}
+"""Fields whose departure from the paper's setting a Table 1/2 report names beside the row."""
+
+
+def _minutes(seconds: float) -> str:
+    m = seconds / 60
+    return f"{m:.1f}" if m >= 0.1 else f"{m:.2f}"
+
+
+def cpu_seconds(row: dict[str, Any]) -> tuple[float | None, bool]:
+    """A finished run's CPU-seconds (``cpu_time_s`` of its summary) and True; for runs written
+    before unmix recorded CPU time, wall time × threads and False."""
+    cpu = row.get("cpu_time_s")
+    if isinstance(cpu, int | float) and math.isfinite(cpu):
+        return float(cpu), True
+    wall = row.get("wall_time_s")
+    if isinstance(wall, int | float) and math.isfinite(wall):
+        return float(wall) * float(row.get("threads") or 1), False
+    return None, False
+
+
+def departures(preset: Preset, rows: list[dict]) -> str:
+    """The recipe fields in which this row's unsupervised run differs from the paper's setting
+    (read from the run's config.yaml), e.g. ``τ 0.2, batch 4,096, 800 steps``."""
+    from unmix import runs
+
+    for r in rows:
+        if r["preset"] != preset.name or r["column"] != "unsupervised" or not r.get("run_dir"):
+            continue
+        path = Path(r["run_dir"]) / runs.CONFIG
+        if not path.exists():
+            continue
+        used = yaml.safe_load(path.read_text())
+        paper = preset.setting.to_dict()
+        flat = flat_fields(used)
+        parts = []
+        for key in changed_fields(paper, used):
+            if key in RECIPE_FIELDS and key in flat:
+                value = flat[key]
+                if key == "model.standardize_input":
+                    parts += ["standardised input"] if value else []
+                    continue
+                if isinstance(value, list):
+                    value = "-".join(str(v) for v in value)
+                parts.append(RECIPE_FIELDS[key].format(value))
+        return ", ".join(parts) or "as in the paper"
+    return ""
+
+
 def table_markdown(target: str, rows: list[dict], budget: str, seeds: int) -> str:
     metric = "r2" if target.endswith("table1") else "mcc"
     head = (
         "| row | space | p(z) | p(z̃\\|z) | model | q_h | M. | Identity | Supervised "
-        "| Unsupervised | paper: Identity | paper: Supervised | paper: Unsupervised |"
+        "| Unsupervised | paper: Identity | paper: Supervised | paper: Unsupervised "
+        "| CPU-min | recipe (where it departs from the paper) |"
     )
     lines = [
         f"{'R²' if metric == 'r2' else 'MCC'} [%], budget `{budget}`, {seeds} seed(s) "
-        f"(mean ± std over seeds where > 1). Paper values: {PAPER_000}.",
+        f"(mean ± std over seeds where > 1). Paper values: {PAPER_000}. CPU-min: the "
+        "unsupervised run's CPU time (mean over seeds).",
         "",
         head,
-        "|" + "---|" * 13,
+        "|" + "---|" * 15,
     ]
+    total, measured = 0.0, True
     for preset in in_group(target):
         s = preset.setting
         ours = {
@@ -114,15 +182,87 @@ def table_markdown(target: str, rows: list[dict], budget: str, seeds: int) -> st
             c: (f"{preset.paper[c][0]:.2f} ± {preset.paper[c][1]:.2f}" if c in preset.paper else "")
             for c in COLUMNS
         }
+        cpu = []
+        for r in rows:
+            if r["preset"] == preset.name and r["column"] == "unsupervised":
+                sec, is_cpu = cpu_seconds(r)
+                if sec is not None:
+                    cpu.append(sec)
+                    total += sec
+                    measured &= is_cpu
+        cpu_min = _minutes(np.mean(cpu)) if cpu else ""
         match = "✓" if assumptions_match(s, "affine" if metric == "r2" else "permutation") else "✗"
         row = preset.name.rsplit("row", 1)[-1]
         lines.append(
             f"| {row} | {s.latent.space} | {s.latent.marginal.label()} | "
             f"{s.latent.conditional.label()} | {s.model.space} | {label(s.objective)} | {match} | "
             f"{_fmt(ours['identity'])} | {_fmt(ours['supervised'])} | {_fmt(ours['unsupervised'])} | "
-            f"{paper['identity']} | {paper['supervised']} | {paper['unsupervised']} |"
+            f"{paper['identity']} | {paper['supervised']} | {paper['unsupervised']} | "
+            f"{cpu_min} | {departures(preset, rows)} |"
         )
+    n_unsup = sum(r["column"] == "unsupervised" for r in rows if r["preset"].startswith(target))
+    if n_unsup:
+        how = "CPU time" if measured else "wall time × threads for runs without a CPU record"
+        lines += [
+            "",
+            f"Unsupervised runs: {n_unsup}, {total / 60:.1f} CPU-minutes in all "
+            f"({total / 60 / max(1, seeds):.1f} per seed; {how}).",
+        ]
     return "\n".join(lines) + "\n"
+
+
+def time_to_identifiability(target: str, rows: list[dict], out: Path) -> str:
+    """Plot every row's held-out score (R² for Table 1, MCC for Table 2) against the CPU-seconds
+    its unsupervised run had used (``metrics.csv``; one line per row, the lowest seed), with the
+    paper's value as a mark at the right; save ``<target>-time.png`` and return its Markdown."""
+    import pandas as pd
+
+    from unmix import runs
+    from unmix.papers.figures import pyplot
+
+    metric = "r2" if target.endswith("table1") else "mcc"
+    plt = pyplot()
+    fig, ax = plt.subplots(figsize=(7.5, 4.2))
+    colours = plt.get_cmap("tab20")
+    marks: list[tuple[float, Any]] = []
+    x_max = 1.0
+    for i, preset in enumerate(in_group(target)):
+        mine = sorted(
+            (r for r in rows if r["preset"] == preset.name and r["column"] == "unsupervised"),
+            key=lambda r: r["seed"],
+        )
+        path = Path(mine[0]["run_dir"]) / runs.METRICS if mine else None
+        if path is None or not path.exists():
+            continue
+        hist = pd.read_csv(path)
+        if metric not in hist:
+            continue
+        if "cpu_s" in hist and hist["cpu_s"].notna().all():
+            x = hist["cpu_s"]
+        else:  # runs written before unmix recorded CPU time
+            x = hist["elapsed_s"] * float(mine[0].get("threads") or 1)
+        x = x.clip(lower=1e-1)
+        row = preset.name.rsplit("row", 1)[-1]
+        colour = colours(i % 20)
+        ax.plot(x, 100 * hist[metric], "-o", color=colour, lw=1.4, ms=2.5, label=f"row {row}")
+        x_max = max(x_max, float(x.max()))
+        if "unsupervised" in preset.paper:
+            marks.append((preset.paper["unsupervised"][0], colour))
+    if not marks and not ax.lines:
+        plt.close(fig)
+        return ""
+    for value, colour in marks:  # the paper's values, just right of the longest run
+        ax.scatter([x_max * 1.6], [value], color=colour, marker="<", s=30)
+    ax.set_xscale("log")
+    ax.set_xlim(right=x_max * 2.2)
+    ax.set_xlabel("CPU-seconds used by the run")
+    ax.set_ylabel(f"{'R²' if metric == 'r2' else 'MCC'} (held out) [%]")
+    ax.set_title(f"{target}: time to identifiability (◀ = paper)")
+    ax.legend(fontsize=7, ncol=2, loc="lower right")
+    fig.tight_layout()
+    name = f"{target}-time.png"
+    save_figure(fig, out / name, rows)
+    return f"\n![time to identifiability]({name})\n"
 
 
 def fig2_report(rows: list[dict], out: Path) -> str:
