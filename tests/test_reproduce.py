@@ -54,6 +54,13 @@ def test_reproduce_table1_smoke_end_to_end(tmp_path):
     assert df["r2"].between(-1, 1).all()
     md = (out / "smoke" / "zimmermann-table1.md").read_text()
     assert "99.42 ± 0.05" in md and md.count("\n| ") == 13  # header + 12 rows
+    # CPU-minutes per row and in all, the recipe's departures beside each row, and the
+    # time-to-identifiability figure
+    assert "| CPU-min | recipe (where it departs from the paper) |" in md
+    assert "Unsupervised runs: 12," in md and "CPU-minutes in all" in md and "; CPU time)" in md
+    assert md.count("20 steps") == 12  # smoke trains 20 steps where the paper trains 100,000+
+    assert (out / "smoke" / "zimmermann-table1-time.png").stat().st_size > 10_000
+    assert df["cpu_time_s"].gt(0).all()
     # a second call finds every run finished and trains nothing
     again = runner.invoke(
         app, ["reproduce", "zimmermann-table1", "--budget", "smoke", "--out", str(out)]
@@ -104,3 +111,11 @@ def test_estimate_covers_the_identity_column(tmp_path):
     assert any(job.setting.model.kind == "identity" for job in jobs)
     secs = estimate_seconds(jobs, workers=1, probe_steps=1)
     assert 0 < secs < 600
+
+
+def test_cpu_seconds_falls_back_to_wall_time_times_threads():
+    from unmix.papers.zimmermann.reports import cpu_seconds
+
+    assert cpu_seconds({"cpu_time_s": 12.5, "wall_time_s": 99.0}) == (12.5, True)
+    assert cpu_seconds({"wall_time_s": 10.0, "threads": 2}) == (20.0, False)
+    assert cpu_seconds({}) == (None, False)

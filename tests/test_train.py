@@ -38,8 +38,10 @@ def test_run_directory_files_load_with_pandas(tmp_path):
         assert (d / name).exists(), name
     df = pd.read_csv(d / runs.METRICS)
     assert list(df["step"]) == [10, 20]
-    assert {"loss", "r2", "r2_in_sample", "mcc", "lr", "elapsed_s"} <= set(df.columns)
+    assert {"loss", "r2", "r2_in_sample", "mcc", "lr", "elapsed_s", "cpu_s"} <= set(df.columns)
+    assert df["cpu_s"].is_monotonic_increasing and df["cpu_s"].gt(0).all()
     summary = json.loads((d / runs.SUMMARY).read_text())
+    assert summary["cpu_time_s"] >= df["cpu_s"].iloc[-1] > 0
     assert summary["status"] == "finished"
     assert summary["seeds"] == {"data": 0, "train": 0}
     assert summary["r2"] == pytest.approx(result.summary["r2"])
