@@ -5,7 +5,7 @@ import pytest
 import torch
 
 from unmix import runs
-from unmix.errors import CheckpointError, TrainingError
+from unmix.errors import CheckpointError, ConfigError, TrainingError
 from unmix.experiment import Experiment
 from unmix.settings import Setting
 from unmix.train import train
@@ -206,6 +206,12 @@ def test_a_late_nan_gradient_keeps_the_last_good_checkpoint_and_resume_continues
             "sphere",
             {"kind": "infonce", "negatives": "external", "n_negatives": 8},
         ),
+        (
+            "box",
+            {"kind": "normal", "scale": 0.1},
+            "unbounded",
+            {"kind": "lp_infonce", "p": 2.0, "negatives": "shared", "n_negatives": 40},
+        ),
         ("sphere", {"kind": "vmf", "kappa": 10.0}, "sphere", {"kind": "align_uniform"}),
     ],
 )
@@ -220,6 +226,20 @@ def test_every_objective_trains_through_the_same_loop(space, cond, model, object
     )
     summary = train(s).summary
     assert all(torch.isfinite(torch.tensor(summary[k])) for k in ("loss", "r2", "mcc"))
+
+
+def test_shared_negatives_are_drawn_once_per_step_from_the_marginal():
+    """negatives: shared — the batch holds M negatives (M, obs) for every anchor, drawn from p(z)
+    on the training stream; the loss sees B - 1 + M negatives per anchor."""
+    from unmix.experiment import Experiment
+
+    s = tiny().replace(**{"objective.negatives": "shared", "objective.n_negatives": 24})
+    exp = Experiment.build(s)
+    batch = exp.batch(16, exp.stream_generator("train/batches"))
+    assert batch.x.shape == (16, 3) and batch.x_neg.shape == (24, 3)
+    assert exp.objective.loss.n_candidates(16, 24) == 1 + 15 + 24
+    with pytest.raises(ConfigError, match="negatives: shared needs n_negatives >= 1"):
+        tiny().replace(**{"objective.negatives": "shared"})
 
 
 def test_identity_model_needs_no_training():

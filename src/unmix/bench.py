@@ -166,7 +166,8 @@ def bench_steps(
             for key, dt in zip(times, (t1 - t0, t2 - t1, t3 - t2, t4 - t3), strict=True):
                 times[key].append(dt)
     stages = {k: statistics.median(v) for k, v in times.items()}
-    rows = batch_size * (2 + int(getattr(obj, "n_negatives", 0)))
+    m = int(getattr(obj, "n_negatives", 0))
+    rows = 2 * batch_size + (m if getattr(obj, "shared_negatives", False) else batch_size * m)
     peak_dtype = torch.bfloat16 if precision == "bf16" else torch.float32
     return BenchResult(
         setting.name,

@@ -147,7 +147,7 @@ class Experiment:
     def batch(self, batch_size: int, generator: torch.Generator) -> Batch:
         """One training batch as the objective asks for it (:class:`~unmix.objectives.Batch`):
         anchors, their positives if ``objective.needs_pairs``, ``objective.n_negatives`` separately
-        drawn negatives per anchor."""
+        drawn negatives per anchor (or shared by all anchors, ``negatives: shared``)."""
         obj = self.objective
         if self.data is not None:
             z, x, x_pos = self.data.pairs(batch_size, generator, self.device)
@@ -159,7 +159,9 @@ class Experiment:
         x, x_pos = self.mixing(torch.cat([z, z_pos])).split(batch_size)
         x_neg = None
         m = int(getattr(obj, "n_negatives", 0))
-        if m:
+        if m and getattr(obj, "shared_negatives", False):  # M draws from p(z) for every anchor
+            x_neg = self.mixing(self.process.sample(m, generator))
+        elif m:
             z_neg = self.process.sample_negatives(batch_size, m, generator)
             x_neg = self.mixing(z_neg.reshape(-1, z.shape[-1])).reshape(batch_size, m, -1)
         return Batch(x=x, z=z, x_pos=x_pos, z_pos=z_pos, x_neg=x_neg, generator=generator)

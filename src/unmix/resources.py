@@ -46,7 +46,9 @@ def estimate_memory(setting: Setting) -> dict[str, int]:
             widths = widths + widths[::-1]  # encoder and decoder
         params = sum(a * b for a, b in zip(widths, widths[1:], strict=False))
         out["model.hidden"] = 4 * FLOAT * params  # weights, gradients, two Adam moments
-        rows = t.batch_size * (2 + getattr(setting.objective, "n_negatives", 0))
+        m = getattr(setting.objective, "n_negatives", 0)
+        shared = getattr(setting.objective, "negatives", "") == "shared"
+        rows = 2 * t.batch_size + (m if shared else t.batch_size * m)
         out["train.batch_size"] = 3 * FLOAT * rows * sum(widths)
         chunk = min(t.eval_samples, 8192)
         out["train.eval_samples"] = FLOAT * chunk * max(widths) * 2 + 8 * 4 * t.eval_samples * dim

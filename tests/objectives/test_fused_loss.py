@@ -23,8 +23,19 @@ def _sim(kind, tau, p=2.0, q=2.0):
     return s
 
 
-def _loop_loss(sim, h, hp, neg=None, cross=True, same=False, self_pair=False, symmetric=False):
-    """Per anchor a python loop over its candidates, −log softmax of the positive, in float64."""
+def _loop_loss(
+    sim,
+    h,
+    hp,
+    neg=None,
+    cross=True,
+    same=False,
+    self_pair=False,
+    symmetric=False,
+    batch_too=False,
+):
+    """Per anchor a python loop over its candidates, −log softmax of the positive, in float64.
+    ``neg`` replaces the in-batch candidates, or (``batch_too``: negatives='shared') joins them."""
     h, hp = h.double().tolist(), hp.double().tolist()
     neg = None if neg is None else neg.double()
 
@@ -36,7 +47,7 @@ def _loop_loss(sim, h, hp, neg=None, cross=True, same=False, self_pair=False, sy
             if neg is not None:
                 for v in (neg if neg.ndim == 2 else neg[i]).tolist():
                     cands.append(sim(a[i], v))
-            else:
+            if neg is None or batch_too:
                 for j in range(len(a)):
                     if j != i and cross:
                         cands.append(sim(a[i], b[j]))
@@ -127,6 +138,21 @@ def test_external_negatives_match_unfused_and_loop(kind, pq, b, rows, shared, sy
     )
     sim = _sim(kind, tau, *(pq or (2.0, 2.0)))
     ref = _loop_loss(sim, h, hp, neg=neg, symmetric=symmetric)
+    assert loss == pytest.approx(ref, rel=1e-10)
+
+
+@pytest.mark.parametrize("kw", [dict(), LAYOUTS[1], LAYOUTS[3], LAYOUTS[5]])
+@pytest.mark.parametrize("b,rows", [(7, 3), (40, None)])
+@pytest.mark.parametrize("kind,pq", [("dot", None)] + [("lp", pq) for pq in LP[:3]])
+def test_shared_negatives_join_the_in_batch_candidates(kind, pq, b, rows, kw):
+    """negatives='shared': every anchor's candidates are its in-batch ones plus the same M
+    negatives; fused == unfused (loss and gradients, the negatives' too) == the loop."""
+    n, m, tau = 4, 6, 0.7
+    sphere = kind == "dot"
+    h, hp, neg = _feats(b, n, 13, sphere), _feats(b, n, 14, sphere), _feats(m, n, 15, sphere)
+    loss = _check_against_unfused(kind, pq, tau, rows, h, hp, neg, negatives="shared", **kw)
+    sim = _sim(kind, tau, *(pq or (2.0, 2.0)))
+    ref = _loop_loss(sim, h, hp, neg=neg, batch_too=True, **_ref_kwargs(kw))
     assert loss == pytest.approx(ref, rel=1e-10)
 
 

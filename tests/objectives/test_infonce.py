@@ -231,7 +231,7 @@ def test_configuration_errors_are_readable():
     with pytest.raises(ConfigError, match="'tau' must be a positive finite number"):
         InfoNCE(tau=0)
     with pytest.raises(
-        ConfigError, match="'negatives' of InfoNCE must be 'in_batch' or 'external'"
+        ConfigError, match="'negatives' of InfoNCE must be 'in_batch', 'external' or 'shared'"
     ):
         InfoNCE(negatives="memory_bank")
     with pytest.raises(ConfigError, match="cannot be changed with negatives='external'"):
@@ -271,3 +271,18 @@ def test_modules_are_documented_nn_modules():
         assert issubclass(cls, _ContrastiveLoss) and issubclass(cls, torch.nn.Module)
         assert "Eq." in cls.__doc__
     assert "p=3.0" in repr(LpInfoNCE(p=3))
+
+
+def test_shared_negatives_count_and_shape_errors():
+    fn = InfoNCE(negatives="shared")
+    assert fn.n_candidates(8, 5) == 1 + 7 + 5
+    h = _feats(8, 3, 20)
+    with pytest.raises(ConfigError, match=r"negatives='shared': pass h_neg of shape \(M, 3\)"):
+        fn(h, h)
+    with pytest.raises(ConfigError, match=r"negatives='shared': pass h_neg of shape \(M, 3\)"):
+        fn(h, h, _feats(16, 3, 21).reshape(8, 2, 3))
+    with pytest.raises(ConfigError, match="pass n_negatives"):
+        fn.n_candidates(8)
+    # collapsed features: log(number of candidates)
+    ones = torch.ones(8, 3, dtype=torch.float64) / math.sqrt(3)
+    assert float(fn(ones, ones, ones[:5])) == pytest.approx(math.log(1 + 7 + 5), rel=1e-12)

@@ -4,7 +4,8 @@ Every registered objective (:func:`unmix.registry.register_objective`) builds an
 :class:`Objective`: a module that takes the model being trained and a :class:`Batch` — built by the
 latent process or the finite data set — and returns a 0-dim loss to minimise. It declares what its
 batches must hold: :attr:`Objective.needs_pairs` (positives ``x_pos``) and
-:attr:`Objective.n_negatives` (separately drawn negatives ``x_neg`` per anchor, 0 = none).
+:attr:`Objective.n_negatives` (separately drawn negatives ``x_neg`` per anchor, 0 = none; or
+shared by every anchor when ``shared_negatives``).
 
 The loss modules themselves (:class:`~unmix.objectives.InfoNCE`, :class:`~unmix.objectives.LpInfoNCE`,
 :class:`~unmix.objectives.AlignUniform`, :class:`~unmix.objectives.Supervised`,
@@ -43,7 +44,7 @@ from torch import nn
 class Batch:
     """One training batch. ``x`` anchors' observations ``(B, ...)``; ``z`` their latents;
     ``x_pos``/``z_pos`` the positives (when the objective needs pairs); ``x_neg`` separately drawn
-    negatives ``(B, M, ...)``; ``generator`` the training stream (for objectives that sample)."""
+    negatives ``(B, M, ...)``, or ``(M, ...)`` when they are shared; ``generator`` the training stream (for objectives that sample)."""
 
     x: torch.Tensor
     z: torch.Tensor | None = None
@@ -73,13 +74,24 @@ class Objective(nn.Module):
 class Contrastive(Objective):
     """A feature-level contrastive loss ``loss(h, h_pos[, h_neg])`` as an objective."""
 
-    def __init__(self, loss: nn.Module, n_negatives: int = 0) -> None:
+    def __init__(
+        self, loss: nn.Module, n_negatives: int = 0, shared_negatives: bool = False
+    ) -> None:
         super().__init__()
         self.loss = loss
         self.n_negatives = int(n_negatives)
+        #: True: ``batch.x_neg`` is ``(M, ...)``, one set of negatives for every anchor.
+        self.shared_negatives = bool(shared_negatives)
 
     def forward(self, model: nn.Module, batch: Batch) -> torch.Tensor:
         b = batch.size
+        if self.n_negatives and self.shared_negatives:  # one encoder call for all 2B + M rows
+            h, h_pos, h_neg = (
+                model(torch.cat([batch.x, batch.x_pos, batch.x_neg]))
+                .float()
+                .split([b, b, self.n_negatives])
+            )
+            return self.loss(h, h_pos, h_neg)
         h, h_pos = model(torch.cat([batch.x, batch.x_pos])).float().split(b)  # loss in fp32
         if self.n_negatives:
             neg = batch.x_neg

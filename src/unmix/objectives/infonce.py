@@ -43,6 +43,13 @@ distributed but come in dependent pairs :math:`(h_j, \tilde h_j)`.
 ``"external"`` — separately drawn negatives ``h_neg`` passed to ``forward``: shape ``(B, M, n)``
 (``M`` per anchor) or ``(M, n)`` (shared by all anchors); ``M + 1`` candidates.
 
+``"shared"`` — the in-batch candidates above *plus* ``M`` separately drawn negatives ``h_neg``
+``(M, n)`` shared by every anchor: a larger negative set at the cost of encoding ``M`` more
+samples once per step (not ``B·M``), and a ``B × (B + M)`` rather than ``(B + M)²`` logit matrix —
+the cheap way to more negatives when positives are not the bottleneck. Every shared negative is an
+i.i.d. draw from :math:`p_{\text{data}}` independent of the pairs, so each anchor's candidates are
+still its positive and i.i.d. negatives (Eq. 1 with :math:`M' = B - 1 + M`).
+
 ``symmetric=True`` averages the loss with the one in which ``h`` and ``h_pos`` swap roles.
 
 Collapsed features (all identical) give exactly ``log(number of candidates)``
@@ -66,7 +73,7 @@ from unmix.registry import SpecBase, register_objective
 
 __all__ = ["InfoNCE", "LpInfoNCE"]
 
-NegativesMode = Literal["in_batch", "external"]
+NegativesMode = Literal["in_batch", "external", "shared"]
 
 #: Default bound on the elements of one ``(rows, N_b, n)`` difference block of :class:`LpInfoNCE`.
 DEFAULT_BLOCK_ELEMENTS = 2**22
@@ -123,9 +130,10 @@ class _ContrastiveLoss(nn.Module):
         super().__init__()
         owner = type(self).__name__
         self.tau = _check_tau(tau)
-        if negatives not in ("in_batch", "external"):
+        if negatives not in ("in_batch", "external", "shared"):
             raise ConfigError(
-                f"'negatives' of {owner} must be 'in_batch' or 'external', got {negatives!r}."
+                f"'negatives' of {owner} must be 'in_batch', 'external' or 'shared', got "
+                f"{negatives!r}."
             )
         if negatives == "external" and (
             same_view_negatives or include_self or not cross_view_negatives
@@ -136,9 +144,9 @@ class _ContrastiveLoss(nn.Module):
                 f"candidates are then the positive and the given h_neg); leave them at their "
                 f"defaults or use negatives='in_batch'."
             )
-        if negatives == "in_batch" and not (cross_view_negatives or same_view_negatives):
+        if negatives != "external" and not (cross_view_negatives or same_view_negatives):
             raise ConfigError(
-                f"{owner}: with negatives='in_batch' at least one of 'cross_view_negatives' or "
+                f"{owner}: with negatives='{negatives}' at least one of 'cross_view_negatives' or "
                 f"'same_view_negatives' must be True, otherwise there are no negatives."
             )
         if include_self and not same_view_negatives:
@@ -173,11 +181,14 @@ class _ContrastiveLoss(nn.Module):
             if n_negatives is None:
                 raise ConfigError("n_candidates: pass n_negatives (M) for negatives='external'.")
             return 1 + int(n_negatives)
+        if self.negatives == "shared" and n_negatives is None:
+            raise ConfigError("n_candidates: pass n_negatives (M) for negatives='shared'.")
         return (
             1
             + (batch_size - 1) * self.cross_view_negatives
             + (batch_size - 1) * self.same_view_negatives
             + int(self.include_self)
+            + (int(n_negatives) if self.negatives == "shared" else 0)
         )
 
     def _check_inputs(
@@ -196,7 +207,19 @@ class _ContrastiveLoss(nn.Module):
                 f"positive of row i of h), got {tuple(h.shape)} and {tuple(h_pos.shape)}."
             )
         b, n = h.shape
-        if self.negatives == "in_batch":
+        if self.negatives == "shared":
+            ok = isinstance(h_neg, torch.Tensor) and h_neg.ndim == 2 and h_neg.shape[1] == n
+            if not ok or h_neg.shape[0] < 1:
+                raise ConfigError(
+                    f"{owner} was built with negatives='shared': pass h_neg of shape (M, {n}) "
+                    f"with M >= 1 (negatives shared by every anchor), got "
+                    f"{tuple(getattr(h_neg, 'shape', ())) if h_neg is not None else None}."
+                )
+            if b < 2:
+                raise ConfigError(
+                    f"{owner}: in-batch negatives need a batch of at least 2, got B = {b}."
+                )
+        elif self.negatives == "in_batch":
             if h_neg is not None:
                 raise ConfigError(
                     f"{owner} was built with negatives='in_batch' and takes no 'h_neg'; build it "
@@ -234,14 +257,14 @@ class _ContrastiveLoss(nn.Module):
         # enter as extra per-anchor logits.
         pos = self.pair_logits(a, b)
         extras = [pos]
-        in_batch = self.negatives == "in_batch"
+        in_batch = self.negatives != "external"  # in_batch, or shared (in-batch plus h_neg)
         if in_batch and self.include_self:
             extras.append(self.pair_logits(a, a))
         lse = _chunked.chunked_lse(
             self._fused_kernel(),
             a,
             b,
-            None if in_batch else neg,
+            None if self.negatives == "in_batch" else neg,
             torch.stack(extras, dim=1),
             cross=in_batch and self.cross_view_negatives,
             same=in_batch and self.same_view_negatives,
@@ -276,6 +299,9 @@ class _ContrastiveLoss(nn.Module):
                     diag = torch.full_like(pos, float("-inf"))
                 same = self.cross_logits(a, a).diagonal_scatter(diag)
                 lse = torch.logaddexp(lse, _logsumexp(same, dim=1))
+            if self.negatives == "shared":
+                assert neg is not None
+                lse = torch.logaddexp(lse, _logsumexp(self.cross_logits(a, neg), dim=1))
         return (lse - pos).mean()
 
     def forward(
@@ -291,7 +317,7 @@ class _ContrastiveLoss(nn.Module):
 
     def extra_repr(self) -> str:
         s = f"tau={self.tau}, negatives={self.negatives!r}"
-        if self.negatives == "in_batch":
+        if self.negatives != "external":
             s += (
                 f", cross_view_negatives={self.cross_view_negatives}"
                 f", same_view_negatives={self.same_view_negatives}"
@@ -531,8 +557,9 @@ PositiveFloat = Annotated[float, Field(gt=0, le=1e6, allow_inf_nan=False)]
 
 class _ContrastiveSpec(SpecBase):
     """Fields of both contrastive kinds: temperature τ, where the negatives come from
-    (``in_batch`` or ``external`` with ``n_negatives`` drawn from p(z) per anchor), and the
-    symmetric loss."""
+    (``in_batch``; ``external`` with ``n_negatives`` drawn from p(z) per anchor; ``shared``: the
+    in-batch ones plus ``n_negatives`` drawn once per step for every anchor), and the symmetric
+    loss."""
 
     tau: PositiveFloat = 1.0
     negatives: NegativesMode = "in_batch"
@@ -541,10 +568,12 @@ class _ContrastiveSpec(SpecBase):
 
     @model_validator(mode="after")
     def _check_negatives(self):
-        if self.negatives == "external" and self.n_negatives < 1:
-            raise ValueError("negatives: external needs n_negatives >= 1")
+        if self.negatives in ("external", "shared") and self.n_negatives < 1:
+            raise ValueError(f"negatives: {self.negatives} needs n_negatives >= 1")
         if self.negatives == "in_batch" and self.n_negatives:
-            raise ValueError("n_negatives applies to negatives: external; remove it")
+            raise ValueError(
+                "n_negatives applies to negatives: external or shared; remove it (or set one)"
+            )
         return self
 
 
@@ -581,7 +610,7 @@ def infonce(
     from unmix.objectives.base import Contrastive
 
     loss = InfoNCE(tau=tau, negatives=negatives, symmetric=symmetric)
-    return Contrastive(loss, n_negatives if negatives == "external" else 0)
+    return Contrastive(loss, n_negatives if negatives != "in_batch" else 0, negatives == "shared")
 
 
 @register_objective("lp_infonce", spec=LpInfoNCESpec)
@@ -598,4 +627,4 @@ def lp_infonce(
     from unmix.objectives.base import Contrastive
 
     loss = LpInfoNCE(p=p, q=q, tau=tau, negatives=negatives, symmetric=symmetric)
-    return Contrastive(loss, n_negatives if negatives == "external" else 0)
+    return Contrastive(loss, n_negatives if negatives != "in_batch" else 0, negatives == "shared")
