@@ -365,6 +365,8 @@ def test_config_errors(r32):
         SceneRenderer(object_scale=0.0)
     with pytest.raises(ConfigError, match="two_tone must be true or false"):
         SceneRenderer(two_tone=1)
+    with pytest.raises(ConfigError, match="texture must be 'none' or 'ramp'"):
+        SceneRenderer(texture="stripes")
 
 
 # --------------------------------------------------------------------------- options
@@ -385,6 +387,22 @@ def test_two_tone_recolours_only_the_small_parts():
     assert bool((lum_b[a["hit"] == 3] <= lum_a[a["hit"] == 3] + 1e-6).all())
 
 
+def test_ramp_texture_paints_the_object_only():
+    """``texture="ramp"`` multiplies the object's albedo by 0.55 + 0.45 t, t ∈ [-1, 1] along an
+    object-frame direction: same geometry, ground untouched, object pixels between 0.1 and 1 of
+    the plain ones."""
+    u = _u(6, 5)
+    plain, ramp = SceneRenderer(size=32), SceneRenderer(size=32, texture="ramp")
+    a, b = plain.render_buffers(u), ramp.render_buffers(u)
+    assert torch.equal(a["hit"], b["hit"])
+    obj = (a["hit"] < len(plain.primitives)).unsqueeze(1).expand_as(a["image"].flatten(2))
+    ia, ib = a["image"].flatten(2), b["image"].flatten(2)
+    assert torch.equal(ia[~obj], ib[~obj])
+    ratio = ib[obj & (ia > 0.05)] / ia[obj & (ia > 0.05)]
+    assert float(ratio.min()) >= 0.1 - 1e-5 and float(ratio.max()) <= 1.0 + 1e-5
+    assert float(ratio.max() - ratio.min()) > 0.3  # the ramp is visible
+
+
 def test_object_scale_grows_the_object_and_keeps_the_ground_below_it():
     u = _u(16, 4)
     base = SceneRenderer(size=32)
@@ -403,8 +421,14 @@ def test_scenes3d_mixing_fields_reach_the_renderer():
     from unmix.registry import MIXINGS
 
     spec = {"kind": "scenes3d", "image_size": 16, "antialias": 2, "object_scale": 1.8}
-    r = MIXINGS.entry("scenes3d").build({**spec, "two_tone": True}).renderer
-    assert (r.size, r.antialias, r.object_scale, r.two_tone) == (16, 2, 1.8, True)
+    r = MIXINGS.entry("scenes3d").build({**spec, "two_tone": True, "texture": "ramp"}).renderer
+    assert (r.size, r.antialias, r.object_scale, r.two_tone, r.texture) == (
+        16,
+        2,
+        1.8,
+        True,
+        "ramp",
+    )
 
 
 if __name__ == "__main__":

@@ -56,13 +56,14 @@ class SpritesSpec(SpecBase):
 class Scenes3DSpec(SpecBase):
     """A 3DIdent-like scene (10 factors), ``image_size`` px; ``antialias`` sub-pixel rays per
     pixel side, ``object_scale`` the object's size, ``two_tone`` contrasting albedos on its small
-    asymmetric parts (see :class:`~unmix.render.SceneRenderer`)."""
+    asymmetric parts, ``texture: ramp`` a brightness ramp painted on the object (see :class:`~unmix.render.SceneRenderer`)."""
 
     kind: Literal["scenes3d"] = "scenes3d"
     image_size: Annotated[int, Field(ge=8, le=512)] = 64
     antialias: Annotated[int, Field(ge=1, le=8)] = 1
     object_scale: Annotated[float, Field(ge=0.1, le=4.0)] = 1.4
     two_tone: bool = False
+    texture: Literal["none", "ramp"] = "none"
 
 
 @register_mixing("sprites", spec=SpritesSpec, renderer_dim=4)
@@ -80,13 +81,18 @@ def scenes3d(
     antialias: int = 1,
     object_scale: float = 1.4,
     two_tone: bool = False,
+    texture: str = "none",
 ) -> RenderMixing:
     """The 3D-scene renderer as a mixing (latents in the unit box [0, 1]^10)."""
     from unmix.render.scenes3d import SceneRenderer
 
     return RenderMixing(
         SceneRenderer(
-            size=image_size, antialias=antialias, object_scale=object_scale, two_tone=two_tone
+            size=image_size,
+            antialias=antialias,
+            object_scale=object_scale,
+            two_tone=two_tone,
+            texture=texture,
         )
     )
 

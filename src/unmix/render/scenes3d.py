@@ -146,6 +146,9 @@ class Primitive:
 _PART_ROLES = ("body", "spout", "knob", "handle")
 _TWO_TONE = {"body": (1.0, 0.0), "spout": (0.5, 0.5), "knob": (0.5, 0.5), "handle": (0.35, 0.0)}
 
+# Object-frame direction of the ``texture="ramp"`` brightness ramp (unit length).
+_RAMP_DIRECTION = (0.8, 0.6, 0.0)
+
 # Rotation centre of the object, in the coordinates of the primitive list below: close to the
 # centre of the smallest ball around the object, so the object turns about its middle.
 _OBJECT_ORIGIN = (0.12, 0.0, 0.2)
@@ -242,6 +245,13 @@ class SceneRenderer:
         colour); the body keeps the object colour. Off by default (one colour, as 3DIdent's
         teapot). It makes the orientation readable at low resolution, where the body's
         near-symmetric ellipsoid alone is ambiguous up to half turns (docs/images.md).
+    texture:
+        ``"none"`` (default): a uniform albedo. ``"ramp"``: the albedo is multiplied by a linear
+        brightness ramp painted on the object along the object-frame direction
+        :math:`w \propto (0.8, 0.6, 0)`, :math:`0.55 + 0.45\,\mathrm{clip}(q\cdot w / r, -1, 1)`
+        for a surface point :math:`q` (object frame, :math:`r` the bounding radius). No rotation
+        maps the body ellipsoid and the ramp onto themselves, so every orientation looks
+        different over the whole object, not only at its small parts.
 
     ``render(u)`` maps unit-box factors ``(..., 10)`` (order :data:`SCENE_FACTOR_NAMES`) to a
     float32 image tensor ``(..., 3, H, W)`` in :math:`[0, 1]`. See the module docstring.
@@ -271,6 +281,7 @@ class SceneRenderer:
         max_rays_per_chunk: int = 1 << 18,
         object_scale: float = 1.4,
         two_tone: bool = False,
+        texture: str = "none",
     ) -> None:
         owner = "SceneRenderer"
         self.size = _check_size(size, owner)
@@ -298,8 +309,11 @@ class SceneRenderer:
             )
         if not isinstance(two_tone, bool):
             raise ConfigError(f"{owner}: two_tone must be true or false, got {two_tone!r}.")
+        if texture not in ("none", "ramp"):
+            raise ConfigError(f"{owner}: texture must be 'none' or 'ramp', got {texture!r}.")
         self.object_scale = float(object_scale)
         self.two_tone = two_tone
+        self.texture = texture
         self.primitives = default_object(self.object_scale)
         # the object's lowest point is at z >= -3 - r; keep the ground below it
         self.ground_z = min(
@@ -583,6 +597,11 @@ class SceneRenderer:
             alb = alb + self._albedo_white.to(dev)[k_o, None]
         else:
             alb = obj_rgb[on]
+        if self.texture == "ramp":  # brightness ramp painted along w in the object frame
+            q_obj = self._rotate_rows(Rt, on, p_o - pos.index_select(0, on))
+            w = torch.tensor(_RAMP_DIRECTION, device=dev)
+            t = (_dot(q_obj, w) * (1.0 / self._bs_radius)).clamp(-1.0, 1.0)
+            alb = alb * (0.55 + 0.45 * t)[:, None]
         rad[on, :, op] = alb * irr_o
         rad = rad.clamp_(0.0, 1.0)
         k2 = self.antialias**2
