@@ -45,7 +45,10 @@ def budget_rule(setting: Setting, budget: str) -> dict[str, Any] | None:
         return {
             "smoke": dict(SPRITES_SMOKE),
             "quick": quick,
-            "paper": {"train.steps": 60_000, "train.eval_samples": 2_048},
+            "paper": {
+                **{f"train.{k}": v for k, v in presets.FIG5_PAPER_TRAIN.items()},
+                "train.eval_samples": 2_048,
+            },
         }.get(budget, {})
     if budget == "smoke":  # its reports reload the trained runs (eq. (12) sides, ELBO*)
         return {"train.keep_checkpoint": "last"}
