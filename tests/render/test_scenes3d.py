@@ -365,7 +365,7 @@ def test_config_errors(r32):
         SceneRenderer(object_scale=0.0)
     with pytest.raises(ConfigError, match="two_tone must be true or false"):
         SceneRenderer(two_tone=1)
-    with pytest.raises(ConfigError, match="texture must be 'none' or 'ramp'"):
+    with pytest.raises(ConfigError, match="texture must be 'none', 'ramp' or 'ramps'"):
         SceneRenderer(texture="stripes")
 
 
@@ -401,6 +401,10 @@ def test_ramp_texture_paints_the_object_only():
     ratio = ib[obj & (ia > 0.05)] / ia[obj & (ia > 0.05)]
     assert float(ratio.min()) >= 0.1 - 1e-5 and float(ratio.max()) <= 1.0 + 1e-5
     assert float(ratio.max() - ratio.min()) > 0.3  # the ramp is visible
+    # "ramps" adds whiteness on top: object pixels no darker than with one ramp, ground as before
+    ic = SceneRenderer(size=32, texture="ramps").render_buffers(u)["image"].flatten(2)
+    assert torch.equal(ic[~obj], ia[~obj]) and bool((ic[obj] >= ib[obj] - 1e-6).all())
+    assert float((ic[obj] - ib[obj]).max()) > 0.1
 
 
 def test_object_scale_grows_the_object_and_keeps_the_ground_below_it():

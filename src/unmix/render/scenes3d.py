@@ -251,7 +251,10 @@ class SceneRenderer:
         :math:`w \propto (0.8, 0.6, 0)`, :math:`0.55 + 0.45\,\mathrm{clip}(q\cdot w / r, -1, 1)`
         for a surface point :math:`q` (object frame, :math:`r` the bounding radius). No rotation
         maps the body ellipsoid and the ramp onto themselves, so every orientation looks
-        different over the whole object, not only at its small parts.
+        different over the whole object, not only at its small parts. ``"ramps"``: that ramp
+        and a second one in whiteness along the object's own z axis (the albedo mixed towards
+        white by :math:`0.3\,(1 + \mathrm{clip}(q_z / r, -1, 1))`): two non-parallel painted
+        directions, which fix the orientation from the pattern alone.
 
     ``render(u)`` maps unit-box factors ``(..., 10)`` (order :data:`SCENE_FACTOR_NAMES`) to a
     float32 image tensor ``(..., 3, H, W)`` in :math:`[0, 1]`. See the module docstring.
@@ -309,8 +312,10 @@ class SceneRenderer:
             )
         if not isinstance(two_tone, bool):
             raise ConfigError(f"{owner}: two_tone must be true or false, got {two_tone!r}.")
-        if texture not in ("none", "ramp"):
-            raise ConfigError(f"{owner}: texture must be 'none' or 'ramp', got {texture!r}.")
+        if texture not in ("none", "ramp", "ramps"):
+            raise ConfigError(
+                f"{owner}: texture must be 'none', 'ramp' or 'ramps', got {texture!r}."
+            )
         self.object_scale = float(object_scale)
         self.two_tone = two_tone
         self.texture = texture
@@ -597,11 +602,14 @@ class SceneRenderer:
             alb = alb + self._albedo_white.to(dev)[k_o, None]
         else:
             alb = obj_rgb[on]
-        if self.texture == "ramp":  # brightness ramp painted along w in the object frame
+        if self.texture != "none":  # brightness ramp painted along w in the object frame
             q_obj = self._rotate_rows(Rt, on, p_o - pos.index_select(0, on))
             w = torch.tensor(_RAMP_DIRECTION, device=dev)
             t = (_dot(q_obj, w) * (1.0 / self._bs_radius)).clamp(-1.0, 1.0)
             alb = alb * (0.55 + 0.45 * t)[:, None]
+            if self.texture == "ramps":  # and whiteness along the object's z axis
+                white = 0.3 * (1.0 + (q_obj[:, 2] * (1.0 / self._bs_radius)).clamp(-1.0, 1.0))
+                alb = alb + white[:, None] * (1.0 - alb)
         rad[on, :, op] = alb * irr_o
         rad = rad.clamp_(0.0, 1.0)
         k2 = self.antialias**2
