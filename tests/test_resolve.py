@@ -143,3 +143,19 @@ def test_every_preset_resolves_under_every_budget_and_round_trips_through_yaml()
             s = resolve(name, budget).setting
             again = Setting.from_dict(yaml.safe_load(s.to_yaml()))
             assert again == s, (name, budget)
+
+
+def test_a_baseline_column_gets_the_recipe_of_its_own_content():
+    """The quick rule for box rows with normal noise (τ, batch 4,096, 800 steps) is the
+    contrastive objective's; the Supervised column regresses z and gets the regression's recipe,
+    chosen by the paper's rule from the column's content. The column still wins on its own
+    fields (Identity: no training)."""
+    unsup = resolve("zimmermann-table1-row5", "quick").setting
+    sup = resolve("zimmermann-table1-row5", "quick", column="supervised")
+    ident = resolve("zimmermann-table1-row5", "quick", column="identity").setting
+    assert (unsup.train.batch_size, unsup.train.steps) == (4096, 800)
+    assert sup.setting.objective.kind == "supervised"
+    assert (sup.setting.train.batch_size, sup.setting.train.steps) == (1024, 4000)
+    assert sup.provenance["train.steps"] == "paper:zimmermann/quick"
+    assert sup.provenance["objective.kind"] == "column:supervised"
+    assert ident.model.kind == "identity" and ident.train.steps == 0

@@ -156,3 +156,21 @@ def test_threads_default_to_one_whatever_the_workers(tmp_path):
     assert DEFAULT_THREADS == 1 and outcome.summary["status"] == "finished"
     manifest = json.loads((tmp_path / "run" / runs.MANIFEST).read_text())
     assert manifest["torch_threads"] == 1
+
+
+def test_a_finished_run_of_another_setting_is_kept_aside_and_retrained(tmp_path):
+    """Reusing a finished run whose config.yaml no longer matches the job (the recipe changed)
+    would be a silent wrong result: it is renamed ``<run>.stale-<time>`` (nothing lost), a
+    warning names the fields, and the job trains afresh. An unchanged job is skipped as before."""
+    run_dir = tmp_path / "run"
+    first = sweep_jobs.tiny()
+    (done,) = run_jobs([Job(first, run_dir)], workers=1)
+    assert not done.skipped
+    (again,) = run_jobs([Job(first, run_dir)], workers=1)
+    assert again.skipped  # same setting: reused, no warning
+    changed = first.replace(**{"train.steps": first.train.steps + 2})
+    with pytest.warns(UserWarning, match=r"trained with another setting \(train.steps\)"):
+        (fresh,) = run_jobs([Job(changed, run_dir)], workers=1)
+    assert not fresh.skipped and fresh.summary["steps"] == first.train.steps + 2
+    (kept,) = list(tmp_path.glob("run.stale-*"))
+    assert json.loads((kept / runs.SUMMARY).read_text())["steps"] == first.train.steps

@@ -8,7 +8,8 @@ layer wins):
    ``paper``; ``train.*`` fields only);
 3. ``paper:KEY/B`` — the paper's own recipe for that budget, chosen by the setting's *content*
    (each registered paper's ``budget_rule``; e.g. Zimmermann's τ and steps per conditional), so a
-   preset saved as YAML gets the same recipe as the preset;
+   preset saved as YAML gets the same recipe as the preset; for a baseline column, the content
+   is the column's (a Supervised regression gets a regression's recipe);
 4. ``column:C`` — a table's baseline column (``identity``, ``supervised``);
 5. ``seeds`` — the seeds a sweep assigns (``seeds.data``, ``seeds.train``);
 6. ``cli`` — command-line flags and ``key=value`` overrides (``train.lr=2e-3``).
@@ -185,15 +186,22 @@ def resolve(
         data = new
         current = _validated(data, layer)
 
-    if budget is not None:
-        for layer, updates in budget_layers(current, budget):
-            apply(layer, updates)
+    column_updates: dict[str, Any] = {}
     if column is not None and column != "unsupervised":
         paper = paper_of(str(source)) if isinstance(source, str) and source in PRESETS else None
         fn = (paper.columns if paper else _all_columns()).get(column)
         if fn is None:
             raise ConfigError(f"unknown column '{column}': one of {sorted(_all_columns())}")
-        apply(f"column:{column}", fn(data))
+        column_updates = fn(data)
+    if budget is not None:
+        # A paper's recipe is chosen by content: for a baseline column, by the column's own
+        # content (a Supervised column's regression gets the recipe of a regression, not the
+        # contrastive objective's τ, batch and steps); the column still wins on its own fields.
+        content = _validated(apply_updates(data, column_updates), f"column:{column}")
+        for layer, updates in budget_layers(content if column_updates else current, budget):
+            apply(layer, updates)
+    if column_updates:
+        apply(f"column:{column}", column_updates)
     if column is not None:
         apply(f"column:{column}", {"name": f"{name or current.name}-{column}"})
     elif name is not None:

@@ -161,6 +161,44 @@ def _safe_run(
         torch.set_num_threads(before)
 
 
+def stale_fields(job: Job) -> list[str]:
+    """The fields in which a finished run's config.yaml differs from the job's setting (the
+    recipe changed since it was trained); [] when they agree or there is no config to compare."""
+    import yaml
+
+    from unmix.settings import changed_fields
+
+    path = job.run_dir / runs.CONFIG
+    try:
+        trained = yaml.safe_load(path.read_text())
+    except (OSError, yaml.YAMLError):
+        return []
+    if not isinstance(trained, dict):
+        return []
+    try:  # both through the same validation, so defaults and YAML spellings compare equal
+        trained = Setting.from_dict(trained).to_dict()
+    except Exception:
+        return ["config.yaml"]
+    return changed_fields(trained, job.setting.to_dict())
+
+
+def _move_stale(job: Job) -> None:
+    """Keep a finished run whose setting is no longer the job's (nothing is lost): rename it to
+    ``<run>.stale-<time>`` and say so, so the job trains afresh instead of reusing a result of
+    another setting."""
+    import warnings
+
+    fields = stale_fields(job)
+    dest = job.run_dir.with_name(f"{job.run_dir.name}.stale-{int(time.time())}")
+    job.run_dir.rename(dest)
+    shown = ", ".join(fields[:4]) + (" …" if len(fields) > 4 else "")
+    warnings.warn(
+        f"{job.run_dir} was trained with another setting ({shown}); kept as {dest.name}, "
+        "training it again with the current one.",
+        stacklevel=3,
+    )
+
+
 def run_jobs(
     jobs: list[Job],
     workers: int = 1,
@@ -188,6 +226,8 @@ def run_jobs(
     outcomes: dict[int, JobOutcome] = {}
     todo: list[tuple[int, Job]] = []
     for i, job in enumerate(jobs):
+        if runs.is_finished(job.run_dir) and stale_fields(job):
+            _move_stale(job)
         if runs.is_finished(job.run_dir):
             outcomes[i] = JobOutcome(job, runs.load_summary(job.run_dir), skipped=True)
             if on_done:

@@ -79,7 +79,7 @@ def quick_overrides(setting: Setting) -> dict[str, Any]:
     cond, p = lat.conditional, getattr(obj, "p", None)
     if (
         has_tau
-        and setting.model.space == "unbounded"
+        and getattr(setting.model, "space", None) == "unbounded"
         and p is not None
         and getattr(obj, "q", None) in (None, p)
         and cond is not None
