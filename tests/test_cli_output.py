@@ -53,3 +53,22 @@ def test_settings_on_a_terminal_keeps_the_rich_table(monkeypatch):
     monkeypatch.setattr("unmix.cli._is_terminal", lambda: True)
     result = runner.invoke(app, ["settings"], env={"COLUMNS": "250"})
     assert result.exit_code == 0 and "┃" in result.output
+
+
+def test_library_warnings_reach_the_user_as_one_line():
+    """Any command installs a formatter that prints a library warning as ``warning: …`` (no
+    source line, no category), e.g. a stale run moved aside by ``unmix reproduce``."""
+    import warnings
+
+    from typer.testing import CliRunner
+
+    from unmix.cli import _one_line_warning, app
+
+    before = warnings.formatwarning
+    try:
+        assert CliRunner().invoke(app, ["settings"]).exit_code == 0
+        assert warnings.formatwarning is _one_line_warning
+        text = warnings.formatwarning("run kept as x.stale-1", UserWarning, "f.py", 3, "src")
+        assert text == "warning: run kept as x.stale-1\n"
+    finally:
+        warnings.formatwarning = before

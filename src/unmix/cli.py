@@ -35,6 +35,14 @@ def _main(
     ] = None,
 ) -> None:
     """unmix — identifiable representation learning: generate, train, score."""
+    import warnings
+
+    # warnings from the library reach a command-line user as one line each, without source
+    warnings.formatwarning = _one_line_warning
+
+
+def _one_line_warning(message, category, filename, lineno, line=None) -> str:
+    return f"warning: {message}\n"
 
 
 console = Console(soft_wrap=True)  # never break a table row or a path mid-line
