@@ -72,3 +72,16 @@ def test_library_warnings_reach_the_user_as_one_line():
         assert text == "warning: run kept as x.stale-1\n"
     finally:
         warnings.formatwarning = before
+
+
+def test_reproduce_help_lists_every_registered_target():
+    import re
+
+    from unmix.cli import reproduce
+    from unmix.papers import PAPERS
+
+    doc = " ".join(reproduce.__doc__.split())
+    for paper in PAPERS.values():
+        for target in paper.targets:
+            if paper.key in ("zimmermann", "reizinger"):  # the built-in papers
+                assert re.search(rf"\b{re.escape(target)}\b", doc), target

@@ -343,7 +343,7 @@ def reproduce(
     baselines: Annotated[
         bool, typer.Option(help="Also run the Identity/Supervised columns the paper reports.")
     ] = True,
-    device: Annotated[str, typer.Option(help="cpu or cuda.")] = "cpu",
+    device: Annotated[str, typer.Option(help="cpu, cuda, cuda:N or auto.")] = "cpu",
     backend: Annotated[str, typer.Option(help="local or ray.")] = "local",
     tensorboard: Annotated[
         bool, typer.Option(help="TensorBoard files for every run and for the report's figures.")
@@ -351,8 +351,9 @@ def reproduce(
 ):
     """Run a paper's table or figure (skipping finished runs) and write it beside the paper's values.
 
-    Targets: zimmermann-table1, zimmermann-table2, zimmermann-fig2, zimmermann-table4,
-    reizinger-fig2, reizinger-fig3, reizinger-fig4, reizinger-fig5 (and any a registered paper adds)."""
+    Targets: zimmermann-table1, zimmermann-table2, zimmermann-fig2, zimmermann-table3,
+    zimmermann-table4, reizinger-fig2, reizinger-fig3, reizinger-fig4, reizinger-fig5 (and any a
+    registered paper adds)."""
     from unmix.reproduce import reproduce as run_reproduce
     from unmix.resolve import parse_overrides
     from unmix.sweep import SweepInterrupted
