@@ -100,7 +100,8 @@ def _fmt(values: list[float]) -> str:
 
 RECIPE_FIELDS = {
     "objective.tau": "τ {:g}",
-    "objective.n_negatives": "{} external negatives",
+    "objective.negatives": "{} negatives",
+    "objective.n_negatives": "{:,} drawn negatives",
     "train.batch_size": "batch {:,}",
     "train.steps": "{:,} steps",
     "train.lr": "lr {:g}",
