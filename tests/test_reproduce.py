@@ -83,10 +83,11 @@ def test_fig2_report_plots_r2_beside_the_mass_to_move(tmp_path):
     from unmix.papers.zimmermann.reports import fig2_report
 
     rows = [
-        {"preset": p.name, "column": "unsupervised", "r2": 0.9}
+        {"preset": p.name, "column": "unsupervised", "r2": 0.9, "cpu_time_s": 90.0}
         for p in presets.in_group("zimmermann-fig2")
     ]
     md = fig2_report(rows, tmp_path)
+    assert md.count("| 1.5 |") == 12 and "12 runs, 18.0 CPU-minutes in all." in md
     assert (tmp_path / "zimmermann-fig2.png").stat().st_size > 10_000
     assert md.count("| sphere |") == len(zimmermann_presets.FIG2_SPHERE_KAPPAS)
     assert "| sphere | κ = 1 | 90.00 | 12.8 |" in md  # mass to move for vMF(κ=1) on S⁹: 12.83 %

@@ -319,7 +319,26 @@ def fig2_report(rows: list[dict], out: Path) -> str:
     )
     fig.tight_layout(rect=(0, 0.08, 1, 1))
     save_figure(fig, out / "zimmermann-fig2.png", rows)
-    lines = ["| space | concentration | R² [%] | mass to move [%] |", "|---|---|---|---|"]
-    lines += [f"| sphere | κ = {k:g} | {100 * r:.2f} | {100 * m:.1f} |" for k, r, m in sphere]
-    lines += [f"| box | 1/σ² = {k:g} | {100 * r:.2f} | {100 * m:.1f} |" for k, r, m in box]
+
+    def cpu_min(name: str) -> str:
+        secs = [cpu_seconds(r)[0] for r in rows if r["preset"] == name]
+        secs = [x for x in secs if x is not None]
+        return _minutes(float(np.mean(secs))) if secs else ""
+
+    names = [f"zimmermann-fig2-sphere-kappa{k:g}" for k, _, _ in sphere]
+    names += [f"zimmermann-fig2-box-invvar{k:g}" for k, _, _ in box]
+    lines = [
+        "| space | concentration | R² [%] | mass to move [%] | CPU-min |",
+        "|---|---|---|---|---|",
+    ]
+    lines += [
+        f"| sphere | κ = {k:g} | {100 * r:.2f} | {100 * m:.1f} | {cpu_min(n)} |"
+        for (k, r, m), n in zip(sphere, names[: len(sphere)], strict=True)
+    ]
+    lines += [
+        f"| box | 1/σ² = {k:g} | {100 * r:.2f} | {100 * m:.1f} | {cpu_min(n)} |"
+        for (k, r, m), n in zip(box, names[len(sphere) :], strict=True)
+    ]
+    total = sum(x for x in (cpu_seconds(r)[0] for r in rows) if x is not None)
+    lines += ["", f"{len(rows)} runs, {total / 60:.1f} CPU-minutes in all."]
     return "\n".join(lines) + "\n\n![Fig. 2](zimmermann-fig2.png)\n"
