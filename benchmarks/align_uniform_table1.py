@@ -4,7 +4,8 @@ Does optimising alignment and uniformity directly (``objective: align_uniform``,
 identify the latents as well as InfoNCE? Each row runs with the quick budget of its InfoNCE preset
 (same encoder, batch, steps, lr — the paper's rule is chosen by the preset's content and the
 objective is swapped last), so only the loss differs. The alignment weight is tuned once, on
-row 2 (the cheapest), over ``--weights``; rows 1, 3, 4 use the best. InfoNCE's numbers are read
+row 2 (the cheapest), over ``--weights`` (one weight: no tuning); rows 1, 3, 4 (``--rows``) use
+the best. InfoNCE's numbers are read
 from a finished ``unmix reproduce zimmermann-table1 --budget quick`` folder when given
 (``--infonce results/quick``), else trained here.
 
@@ -48,6 +49,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--weights", type=float, nargs="+", default=[0.5, 1.0, 2.0, 4.0])
+    ap.add_argument("--rows", type=int, nargs="+", default=list(ROWS), help="rows other than 2")
     ap.add_argument("--infonce", type=Path, default=None, help="a quick results folder")
     args = ap.parse_args()
     au = lambda w: {"kind": "align_uniform", "align_weight": w, "alpha": 2.0, "t": 2.0}  # noqa: E731
@@ -56,7 +58,7 @@ def main() -> None:
         print(json.dumps({"row": 2, "align_weight": w, **r}), flush=True)
     best = max(tuning, key=lambda w: tuning[w]["r2"])
     rows = {}
-    for row in ROWS:
+    for row in [2] + [r for r in args.rows if r != 2]:
         ours = tuning[best] if row == 2 else run(row, args.seed, au(best))
         rows[row] = (ours, infonce_result(row, args.seed, args.infonce))
         print(json.dumps({"row": row, "align_uniform": ours, "infonce": rows[row][1]}), flush=True)
