@@ -255,8 +255,11 @@ def time_to_identifiability(target: str, rows: list[dict], out: Path) -> str:
     for value, colour in marks:  # the paper's values, just right of the longest run
         ax.scatter([x_max * 1.6], [value], color=colour, marker="<", s=30)
     ax.set_xscale("log")
-    ax.xaxis.set_minor_formatter(plt.NullFormatter())  # decade labels only (no overlap)
     ax.set_xlim(right=x_max * 2.2)
+    lo, hi = ax.get_xlim()
+    ticks = [m * 10**e for e in range(-1, 7) for m in (1, 2, 5) if lo <= m * 10**e <= hi]
+    ax.set_xticks(ticks, [f"{t:g}" for t in ticks])  # 1-2-5 labels in plain seconds
+    ax.xaxis.set_minor_formatter(plt.NullFormatter())
     ax.set_xlabel("CPU-seconds used by the run")
     ax.set_ylabel(f"{'R²' if metric == 'r2' else 'MCC'} (held out) [%]")
     ax.set_title(f"{target}: time to identifiability (◀ = paper)")
