@@ -44,7 +44,8 @@ from torch import nn
 class Batch:
     """One training batch. ``x`` anchors' observations ``(B, ...)``; ``z`` their latents;
     ``x_pos``/``z_pos`` the positives (when the objective needs pairs); ``x_neg`` separately drawn
-    negatives ``(B, M, ...)``, or ``(M, ...)`` when they are shared; ``generator`` the training stream (for objectives that sample)."""
+    negatives ``(B, M, ...)``, or ``(M, ...)`` when they are shared; ``generator`` the training
+    stream (for objectives that sample)."""
 
     x: torch.Tensor
     z: torch.Tensor | None = None
