@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import time
 
 import torch
@@ -27,7 +28,8 @@ from unmix.train import train
 
 
 def pixel_stats(mixing_spec, n: int = 256, du: float = 0.02) -> dict[str, float]:
-    """Object coverage (median pixels) and, per factor, the median number of pixels whose value
+    """Object coverage (median pixels), rendering throughput (images/s, best of 3 renders of 512
+    scenes on this process's threads) and, per factor, the median number of pixels whose value
     changes by more than 0.02 when the factor moves by ``du``."""
     from unmix.registry import MIXINGS
 
@@ -36,6 +38,13 @@ def pixel_stats(mixing_spec, n: int = 256, du: float = 0.02) -> dict[str, float]
     buf = r.render_buffers(u)
     k2 = r.antialias**2
     out = {"object_px": float((buf["hit"] < len(r.primitives)).sum(1).median()) / k2}
+    batch = torch.rand(512, 10, generator=torch.Generator().manual_seed(1))
+    best = math.inf
+    for _ in range(3):
+        t0 = time.perf_counter()
+        r.render(batch)
+        best = min(best, time.perf_counter() - t0)
+    out["img_per_s"] = round(512 / best)
     x0 = buf["image"]
     for i, name in enumerate(SCENE_FACTOR_NAMES):
         step = torch.zeros(10)
@@ -47,7 +56,7 @@ def pixel_stats(mixing_spec, n: int = 256, du: float = 0.02) -> dict[str, float]
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--steps", type=int, default=1000)
+    ap.add_argument("--steps", type=int, default=1000, help="0: pixel statistics only, no training")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument(
         "--variant",
@@ -72,27 +81,23 @@ def main() -> None:
         )
         setting = res.setting
         stats = pixel_stats(setting.mixing)
-        t0 = time.perf_counter()
-        summary = train(setting).summary
-        wall = time.perf_counter() - t0
-        row = {
-            "variant": name,
-            "overrides": over,
-            "steps": args.steps,
-            "wall_s": round(wall, 1),
-            "r2": summary["r2"],
-            **{n: summary[f"r2_factor{i}"] for i, n in enumerate(SCENE_FACTOR_NAMES)},
-            **stats,
-        }
+        row = {"variant": name, "overrides": over, "steps": args.steps, **stats}
+        if args.steps:
+            t0 = time.perf_counter()
+            summary = train(setting).summary
+            row["wall_s"] = round(time.perf_counter() - t0, 1)
+            row["r2"] = summary["r2"]
+            row.update({n: summary[f"r2_factor{i}"] for i, n in enumerate(SCENE_FACTOR_NAMES)})
         results.append(row)
         print(json.dumps(row), flush=True)
-    head = "| variant | steps | R² | " + " | ".join(SCENE_FACTOR_NAMES) + " | object px |"
+    head = "| variant | steps | R² | " + " | ".join(SCENE_FACTOR_NAMES) + " | object px | img/s |"
     print("\n" + head + "\n|" + "---|" * (head.count("|") - 1))
     for r in results:
-        cells = " | ".join(f"{100 * r[n]:.1f}" for n in SCENE_FACTOR_NAMES)
+        cells = " | ".join(
+            f"{100 * r[n]:.1f}" if n in r else "" for n in ["r2", *SCENE_FACTOR_NAMES]
+        )
         print(
-            f"| {r['variant']} | {r['steps']} | {100 * r['r2']:.1f} | {cells} | "
-            f"{r['object_px']:.0f} |"
+            f"| {r['variant']} | {r['steps']} | {cells} | {r['object_px']:.0f} | {r['img_per_s']} |"
         )
     if args.json:
         with open(args.json, "w") as fh:

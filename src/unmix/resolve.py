@@ -197,8 +197,10 @@ def resolve(
         # A paper's recipe is chosen by content: for a baseline column, by the column's own
         # content (a Supervised column's regression gets the recipe of a regression, not the
         # contrastive objective's τ, batch and steps); the column still wins on its own fields.
-        content = _validated(apply_updates(data, column_updates), f"column:{column}")
-        for layer, updates in budget_layers(content if column_updates else current, budget):
+        content = current
+        if column_updates:
+            content = _validated(apply_updates(data, column_updates), f"column:{column}")
+        for layer, updates in budget_layers(content, budget):
             apply(layer, updates)
     if column_updates:
         apply(f"column:{column}", column_updates)

@@ -182,13 +182,12 @@ def stale_fields(job: Job) -> list[str]:
     return changed_fields(trained, job.setting.to_dict())
 
 
-def _move_stale(job: Job) -> None:
+def _move_stale(job: Job, fields: list[str]) -> None:
     """Keep a finished run whose setting is no longer the job's (nothing is lost): rename it to
     ``<run>.stale-<time>`` and say so, so the job trains afresh instead of reusing a result of
     another setting."""
     import warnings
 
-    fields = stale_fields(job)
     dest = job.run_dir.with_name(f"{job.run_dir.name}.stale-{int(time.time())}")
     job.run_dir.rename(dest)
     shown = ", ".join(fields[:4]) + (" …" if len(fields) > 4 else "")
@@ -226,8 +225,9 @@ def run_jobs(
     outcomes: dict[int, JobOutcome] = {}
     todo: list[tuple[int, Job]] = []
     for i, job in enumerate(jobs):
-        if runs.is_finished(job.run_dir) and stale_fields(job):
-            _move_stale(job)
+        stale = stale_fields(job) if runs.is_finished(job.run_dir) else []
+        if stale:
+            _move_stale(job, stale)
         if runs.is_finished(job.run_dir):
             outcomes[i] = JobOutcome(job, runs.load_summary(job.run_dir), skipped=True)
             if on_done:

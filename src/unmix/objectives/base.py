@@ -75,14 +75,16 @@ class Objective(nn.Module):
 class Contrastive(Objective):
     """A feature-level contrastive loss ``loss(h, h_pos[, h_neg])`` as an objective."""
 
-    def __init__(
-        self, loss: nn.Module, n_negatives: int = 0, shared_negatives: bool = False
-    ) -> None:
+    def __init__(self, loss: nn.Module, n_negatives: int = 0) -> None:
         super().__init__()
         self.loss = loss
         self.n_negatives = int(n_negatives)
-        #: True: ``batch.x_neg`` is ``(M, ...)``, one set of negatives for every anchor.
-        self.shared_negatives = bool(shared_negatives)
+
+    @property
+    def shared_negatives(self) -> bool:
+        """True when the loss takes one set of negatives for every anchor (``negatives:
+        shared``): ``batch.x_neg`` is then ``(M, ...)``."""
+        return getattr(self.loss, "negatives", None) == "shared"
 
     def forward(self, model: nn.Module, batch: Batch) -> torch.Tensor:
         b = batch.size

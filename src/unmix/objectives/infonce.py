@@ -610,7 +610,7 @@ def infonce(
     from unmix.objectives.base import Contrastive
 
     loss = InfoNCE(tau=tau, negatives=negatives, symmetric=symmetric)
-    return Contrastive(loss, n_negatives if negatives != "in_batch" else 0, negatives == "shared")
+    return Contrastive(loss, n_negatives if negatives != "in_batch" else 0)
 
 
 @register_objective("lp_infonce", spec=LpInfoNCESpec)
@@ -627,4 +627,4 @@ def lp_infonce(
     from unmix.objectives.base import Contrastive
 
     loss = LpInfoNCE(p=p, q=q, tau=tau, negatives=negatives, symmetric=symmetric)
-    return Contrastive(loss, n_negatives if negatives != "in_batch" else 0, negatives == "shared")
+    return Contrastive(loss, n_negatives if negatives != "in_batch" else 0)
