@@ -30,11 +30,14 @@ def _lp(p, q, tau):
     return s
 
 
-def _loop_loss(sim, h, hp, neg=None, cross=True, same=False, self_pair=False, symmetric=False):
-    """Slow reference: list every candidate of every anchor, take −log softmax of the positive."""
+def _loop_loss(
+    sim, h, hp, neg=None, cross=True, same=False, self_pair=False, symmetric=False, dv=False
+):
+    """Slow reference: list every candidate of every anchor, take −log softmax of the positive
+    (``dv``: log of the mean over anchors of Σ exp(candidates), minus the mean positive logit)."""
 
     def one(a, b):
-        total = 0.0
+        total, sums = 0.0, []
         for i in range(len(a)):
             pos = sim(a[i], b[i])
             cands = [pos]
@@ -51,6 +54,9 @@ def _loop_loss(sim, h, hp, neg=None, cross=True, same=False, self_pair=False, sy
                     cands.append(sim(a[i], a[i]))
             mx = max(cands)
             total += -(pos - mx) + math.log(sum(math.exp(c - mx) for c in cands))
+            sums.append((pos, sum(math.exp(c) for c in cands)))
+        if dv:
+            return math.log(sum(z for _, z in sums) / len(a)) - sum(p for p, _ in sums) / len(a)
         return total / len(a)
 
     return 0.5 * (one(h, hp) + one(hp, h)) if symmetric else one(h, hp)
@@ -286,3 +292,58 @@ def test_shared_negatives_count_and_shape_errors():
     # collapsed features: log(number of candidates)
     ones = torch.ones(8, 3, dtype=torch.float64) / math.sqrt(3)
     assert float(fn(ones, ones, ones[:5])) == pytest.approx(math.log(1 + 7 + 5), rel=1e-12)
+
+
+# --- the Donsker–Varadhan estimator (estimator="dv") ------------------------------------------
+@pytest.mark.parametrize("kw", IN_BATCH_LAYOUTS)
+@pytest.mark.parametrize("fused", [True, False])
+def test_dv_estimator_matches_loop(kw, fused):
+    h, hp, tau = _feats(9, 4, 10), _feats(9, 4, 11), 0.4
+    loss = InfoNCE(tau=tau, estimator="dv", fused=fused, **kw)(h, hp)
+    ref = _loop_loss(_dot(tau), h, hp, dv=True, **_ref_kwargs(kw))
+    assert float(loss) == pytest.approx(ref, rel=1e-12)
+    lp = LpInfoNCE(p=3.0, tau=tau, estimator="dv", fused=fused, **kw)(h, hp)
+    ref = _loop_loss(_lp(3.0, 3.0, tau), h, hp, dv=True, **_ref_kwargs(kw))
+    assert float(lp) == pytest.approx(ref, rel=1e-12)
+
+
+@pytest.mark.parametrize("mode", ["external", "shared"])
+def test_dv_estimator_with_separate_negatives_matches_loop(mode):
+    h, hp, tau = _feats(7, 3, 12), _feats(7, 3, 13), 0.7
+    neg = _feats(5, 3, 14)
+    loss = InfoNCE(tau=tau, negatives=mode, estimator="dv")(h, hp, neg)
+    if mode == "external":
+        ref = _loop_loss(_dot(tau), h, hp, neg=neg, dv=True)
+    else:  # in-batch candidates plus the shared ones: list them per anchor
+        per_anchor = torch.stack(
+            [torch.cat([hp[[j for j in range(7) if j != i]], neg]) for i in range(7)]
+        )
+        ref = _loop_loss(_dot(tau), h, hp, neg=per_anchor, dv=True)
+    assert float(loss) == pytest.approx(ref, rel=1e-12)
+
+
+def test_dv_is_an_upper_bound_of_infonce_with_equality_when_every_anchor_sums_alike():
+    # log-mean-exp ≥ mean (Jensen), equal iff every anchor's candidate sum is the same.
+    for seed in range(5):
+        h, hp = _feats(12, 5, 20 + seed), _feats(12, 5, 40 + seed)
+        assert float(InfoNCE(estimator="dv")(h, hp)) >= float(InfoNCE()(h, hp)) - 1e-12
+    h = _feats(1, 3, 7).repeat(6, 1)
+    for cls in (InfoNCE, LpInfoNCE):
+        loss_fn = cls(estimator="dv")
+        assert float(loss_fn(h, h.clone())) == pytest.approx(math.log(loss_fn.n_candidates(6)))
+
+
+def test_dv_gradients_of_the_fused_path_equal_the_unfused_ones():
+    h0, hp0 = _feats(33, 6, 50).float(), _feats(33, 6, 51).float()
+    grads = []
+    for fused in (True, False):
+        h, hp = h0.clone().requires_grad_(), hp0.clone().requires_grad_()
+        InfoNCE(tau=0.3, estimator="dv", fused=fused, symmetric=True)(h, hp).backward()
+        grads.append((h.grad, hp.grad))
+    torch.testing.assert_close(grads[0][0], grads[1][0], rtol=1e-5, atol=1e-6)
+    torch.testing.assert_close(grads[0][1], grads[1][1], rtol=1e-5, atol=1e-6)
+
+
+def test_dv_estimator_is_validated_with_one_line():
+    with pytest.raises(ConfigError, match="'estimator'"):
+        InfoNCE(estimator="nwj")

@@ -52,6 +52,16 @@ still its positive and i.i.d. negatives (Eq. 1 with :math:`M' = B - 1 + M`).
 
 ``symmetric=True`` averages the loss with the one in which ``h`` and ``h_pos`` swap roles.
 
+**How the anchors are combined** (``estimator=``): ``"infonce"`` (default) averages the per-anchor
+cross-entropies, :math:`\frac1B\sum_i(\mathrm{lse}_i - s_{ii})`; ``"dv"`` takes one
+log-mean-exp over every candidate pair of the batch,
+:math:`\log\frac1B\sum_i e^{\mathrm{lse}_i} - \frac1B\sum_i s_{ii}` — the Donsker–Varadhan
+bound on the mutual information with the same critic (Belghazi et al. 2018, MINE; Poole et al. 2019, Sec. 2), the form of Wang & Isola's
+uniformity term. By Jensen it is ≥ the InfoNCE value, with equality when every anchor's
+candidate sum is the same; as the number of candidates grows (minus its log) it tends to
+:math:`-\mathbb{E}[s(h, \tilde h)] + \log \mathbb{E}_{x, x'} e^{s(f(x), f(x'))}`, which the
+true log density ratio minimises as well, so the matched critic still identifies the latents.
+
 Collapsed features (all identical) give exactly ``log(number of candidates)``
 (:meth:`n_candidates`); for InfoNCE, :math:`\mathcal{L} - \log M` tends to the sum of
 :func:`unmix.metrics.alignment_term` and :func:`unmix.metrics.uniformity_term` as ``M → ∞``.
@@ -74,6 +84,7 @@ from unmix.registry import SpecBase, register_objective
 __all__ = ["InfoNCE", "LpInfoNCE"]
 
 NegativesMode = Literal["in_batch", "external", "shared"]
+EstimatorMode = Literal["infonce", "dv"]
 
 #: Default bound on the elements of one ``(rows, N_b, n)`` difference block of :class:`LpInfoNCE`.
 DEFAULT_BLOCK_ELEMENTS = 2**22
@@ -126,10 +137,16 @@ class _ContrastiveLoss(nn.Module):
         include_self: bool = False,
         symmetric: bool = False,
         fused: bool = True,
+        estimator: EstimatorMode = "infonce",
     ) -> None:
         super().__init__()
         owner = type(self).__name__
         self.tau = _check_tau(tau)
+        if estimator not in ("infonce", "dv"):
+            raise ConfigError(
+                f"'estimator' of {owner} must be 'infonce' or 'dv', got {estimator!r}."
+            )
+        self.estimator = estimator
         if negatives not in ("in_batch", "external", "shared"):
             raise ConfigError(
                 f"'negatives' of {owner} must be 'in_batch', 'external' or 'shared', got "
@@ -271,6 +288,16 @@ class _ContrastiveLoss(nn.Module):
             rows=getattr(self, "chunk_size", None),
             floor=_LSE_FLOOR,
         )
+        return self._aggregate(lse, pos)
+
+    def _aggregate(self, lse: torch.Tensor, pos: torch.Tensor) -> torch.Tensor:
+        r"""The loss from each anchor's ``lse_i`` (over its candidates) and positive logit ``s_ii``.
+
+        ``infonce``: :math:`\frac1B\sum_i (\mathrm{lse}_i - s_{ii})`; ``dv``:
+        :math:`\log\frac1B\sum_i e^{\mathrm{lse}_i} - \frac1B\sum_i s_{ii}` (one
+        log-mean-exp over every candidate pair of the batch)."""
+        if self.estimator == "dv":
+            return torch.logsumexp(lse, dim=0) - math.log(lse.shape[0]) - pos.mean()
         return (lse - pos).mean()
 
     def _one_direction(
@@ -302,7 +329,7 @@ class _ContrastiveLoss(nn.Module):
             if self.negatives == "shared":
                 assert neg is not None
                 lse = torch.logaddexp(lse, _logsumexp(self.cross_logits(a, neg), dim=1))
-        return (lse - pos).mean()
+        return self._aggregate(lse, pos)
 
     def forward(
         self, h: torch.Tensor, h_pos: torch.Tensor, h_neg: torch.Tensor | None = None
@@ -323,7 +350,8 @@ class _ContrastiveLoss(nn.Module):
                 f", same_view_negatives={self.same_view_negatives}"
                 f", include_self={self.include_self}"
             )
-        return s + f", symmetric={self.symmetric}"
+        s += f", symmetric={self.symmetric}"
+        return s + (f", estimator={self.estimator!r}" if self.estimator != "infonce" else "")
 
 
 class InfoNCE(_ContrastiveLoss):
@@ -415,6 +443,7 @@ class LpInfoNCE(_ContrastiveLoss):
         symmetric: bool = False,
         chunk_size: int | None = None,
         fused: bool = True,
+        estimator: EstimatorMode = "infonce",
     ) -> None:
         super().__init__(
             tau,
@@ -424,6 +453,7 @@ class LpInfoNCE(_ContrastiveLoss):
             include_self=include_self,
             symmetric=symmetric,
             fused=fused,
+            estimator=estimator,
         )
         for name, v in (("p", p), ("q", q)):
             if v is not None:
@@ -565,6 +595,8 @@ class _ContrastiveSpec(SpecBase):
     negatives: NegativesMode = "in_batch"
     n_negatives: Annotated[int, Field(ge=0, le=1_000_000)] = 0
     symmetric: bool = False
+    same_view_negatives: bool = False
+    estimator: EstimatorMode = "infonce"
 
     @model_validator(mode="after")
     def _check_negatives(self):
@@ -605,11 +637,19 @@ def infonce(
     negatives: NegativesMode = "in_batch",
     n_negatives: int = 0,
     symmetric: bool = False,
+    same_view_negatives: bool = False,
+    estimator: EstimatorMode = "infonce",
 ):
     """Zimmermann et al., eq. (1), as an objective on ``(model, batch)``."""
     from unmix.objectives.base import Contrastive
 
-    loss = InfoNCE(tau=tau, negatives=negatives, symmetric=symmetric)
+    loss = InfoNCE(
+        tau=tau,
+        negatives=negatives,
+        symmetric=symmetric,
+        same_view_negatives=same_view_negatives,
+        estimator=estimator,
+    )
     return Contrastive(loss, n_negatives if negatives != "in_batch" else 0)
 
 
@@ -622,9 +662,19 @@ def lp_infonce(
     negatives: NegativesMode = "in_batch",
     n_negatives: int = 0,
     symmetric: bool = False,
+    same_view_negatives: bool = False,
+    estimator: EstimatorMode = "infonce",
 ):
     """Zimmermann et al., eq. (6), as an objective on ``(model, batch)``."""
     from unmix.objectives.base import Contrastive
 
-    loss = LpInfoNCE(p=p, q=q, tau=tau, negatives=negatives, symmetric=symmetric)
+    loss = LpInfoNCE(
+        p=p,
+        q=q,
+        tau=tau,
+        negatives=negatives,
+        symmetric=symmetric,
+        same_view_negatives=same_view_negatives,
+        estimator=estimator,
+    )
     return Contrastive(loss, n_negatives if negatives != "in_batch" else 0)
