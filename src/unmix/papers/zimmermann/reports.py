@@ -108,6 +108,7 @@ RECIPE_FIELDS = {
     "train.lr_schedule": "{} lr",
     "model.hidden": "hidden {} ×N",
     "model.standardize_input": "standardised input",
+    "model.space": "{} head",
 }
 """Fields whose departure from the paper's setting a Table 1/2 report names beside the row."""
 
@@ -149,6 +150,9 @@ def departures(preset: Preset, rows: list[dict]) -> str:
                 value = flat[key]
                 if key == "model.standardize_input":
                     parts += ["standardised input"] if value else []
+                    continue
+                if key == "model.space" and value == "box_sigmoid":
+                    parts.append("sigmoid·b head (the reference code's)")
                     continue
                 if isinstance(value, list):
                     value = "-".join(str(v) for v in value)
