@@ -120,3 +120,16 @@ def test_cpu_seconds_falls_back_to_wall_time_times_threads():
     assert cpu_seconds({"cpu_time_s": 12.5, "wall_time_s": 99.0}) == (12.5, True)
     assert cpu_seconds({"wall_time_s": 10.0, "threads": 2}) == (20.0, False)
     assert cpu_seconds({}) == (None, False)
+
+
+def test_departures_name_the_fields_where_a_run_left_the_paper(tmp_path):
+    from unmix import runs
+    from unmix.papers.zimmermann.reports import departures
+
+    preset = presets.get("zimmermann-table2-row1")
+    used = preset.setting.replace(**{"model.space": "box_sigmoid", "objective.tau": 0.2})
+    (tmp_path / runs.CONFIG).write_text(used.to_yaml())
+    row = {"preset": preset.name, "column": "unsupervised", "run_dir": str(tmp_path)}
+    assert departures(preset, [row]) == "sigmoid·b head (the reference code's), τ 0.2"
+    (tmp_path / runs.CONFIG).write_text(preset.setting.to_yaml())
+    assert departures(preset, [row]) == "as in the paper"
