@@ -159,3 +159,25 @@ def test_a_baseline_column_gets_the_recipe_of_its_own_content():
     assert sup.provenance["train.steps"] == "paper:zimmermann/quick"
     assert sup.provenance["objective.kind"] == "column:supervised"
     assert ident.model.kind == "identity" and ident.train.steps == 0
+
+
+def test_quick_rule_for_box_rows_with_an_unbounded_encoder_follows_the_conditional():
+    """Box latents, unbounded encoder, Lp loss: normal noise → a fifth of the matched τ, batch
+    4,096, 800 steps; Laplace / generalised-normal noise → the moment-matched τ = p·E|ε|^p itself,
+    batch 1,024, 4,000 steps; a bounded (box) encoder keeps the paper's τ = 1."""
+    from unmix.papers.zimmermann import matched_lp_tau
+
+    for name, tau in [
+        ("zimmermann-table1-row6", 0.01),  # Laplace λ = 0.05, p = 2: 2·2λ²
+        ("zimmermann-table1-row7", 0.00225),  # Laplace, p = 3: 3·6λ³
+        ("zimmermann-table2-row6", 0.05),  # Laplace, p = 1: λ
+        ("zimmermann-table2-row7", 0.000125),  # GenNorm β = 3, p = 3: λ³
+    ]:
+        s = resolve(name, "quick").setting
+        assert s.objective.tau == pytest.approx(tau)
+        assert s.objective.tau == float(f"{matched_lp_tau(s.latent.conditional, s.objective.p):.3g}")
+        assert (s.train.batch_size, s.train.steps) == (1024, 4000)
+    assert resolve("zimmermann-table1-row5", "quick").setting.objective.tau == 0.001
+    for row in range(1, 6):  # the box-model rows
+        assert resolve(f"zimmermann-table2-row{row}", "quick").setting.objective.tau == 1.0
+    assert resolve("zimmermann-table1-row7", "paper").setting.objective.tau == 1.0

@@ -56,8 +56,10 @@ def quick_overrides(setting: Setting) -> dict[str, Any]:
       τ = :data:`BOX_TAU_FRACTION` · :func:`matched_lp_tau` (3 significant digits; at the paper's
       τ = 1 the encoder spends its steps inflating its output scale towards the matched one),
       batch 4,096 (the in-batch task saturates: a larger batch holds more negatives near each
-      positive), 800 steps; other box settings (Laplace noise included, where this rule measured
-      worse) keep the paper's τ and 4,000 steps;
+      positive), 800 steps;
+    * the same with a *Laplace or generalised-normal* conditional: the moment-matched τ =
+      :func:`matched_lp_tau` itself (the fraction measured worse here), 4,000 steps;
+    * other box settings (a bounded encoder) keep the paper's τ and 4,000 steps;
     * R^N: the paper's τ = 1, 5,000 steps."""
     lat, out = setting.latent, {}
     obj = setting.objective
@@ -83,10 +85,12 @@ def quick_overrides(setting: Setting) -> dict[str, Any]:
         and p is not None
         and getattr(obj, "q", None) in (None, p)
         and cond is not None
-        and cond.kind == "normal"
     ):
-        tau = float(f"{BOX_TAU_FRACTION * matched_lp_tau(cond, p):.3g}")
-        out = {"objective.tau": tau, "train.batch_size": 4096, "train.steps": 800}
+        if cond.kind == "normal":
+            tau = float(f"{BOX_TAU_FRACTION * matched_lp_tau(cond, p):.3g}")
+            out = {"objective.tau": tau, "train.batch_size": 4096, "train.steps": 800}
+        elif cond.kind in ("laplace", "gennorm"):
+            out["objective.tau"] = float(f"{matched_lp_tau(cond, p):.3g}")
     return out
 
 
