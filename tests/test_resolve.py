@@ -175,7 +175,9 @@ def test_quick_rule_for_box_rows_with_an_unbounded_encoder_follows_the_condition
     ]:
         s = resolve(name, "quick").setting
         assert s.objective.tau == pytest.approx(tau)
-        assert s.objective.tau == float(f"{matched_lp_tau(s.latent.conditional, s.objective.p):.3g}")
+        assert s.objective.tau == float(
+            f"{matched_lp_tau(s.latent.conditional, s.objective.p):.3g}"
+        )
         assert (s.train.batch_size, s.train.steps) == (1024, 4000)
     assert resolve("zimmermann-table1-row5", "quick").setting.objective.tau == 0.001
     for row in range(1, 6):  # the box-model rows

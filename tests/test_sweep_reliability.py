@@ -12,7 +12,7 @@ import pytest
 import sweep_jobs
 
 from unmix import runs
-from unmix.sweep import DEFAULT_THREADS, Job, run_jobs
+from unmix.sweep import DEFAULT_THREADS, Job, needs_training, run_jobs
 
 SRC = Path(__file__).resolve().parents[1] / "src"
 HERE = Path(__file__).resolve().parent
@@ -169,6 +169,8 @@ def test_a_finished_run_of_another_setting_is_kept_aside_and_retrained(tmp_path)
     (again,) = run_jobs([Job(first, run_dir)], workers=1)
     assert again.skipped  # same setting: reused, no warning
     changed = first.replace(**{"train.steps": first.train.steps + 2})
+    # counted as a run to train before the sweep starts (the progress line, the time estimate)
+    assert not needs_training(Job(first, run_dir)) and needs_training(Job(changed, run_dir))
     with pytest.warns(UserWarning, match=r"trained with another setting \(train.steps\)"):
         (fresh,) = run_jobs([Job(changed, run_dir)], workers=1)
     assert not fresh.skipped and fresh.summary["steps"] == first.train.steps + 2

@@ -420,9 +420,9 @@ class _SweepProgress:
             TimeRemainingColumn,
         )
 
-        from unmix import runs
+        from unmix.sweep import needs_training
 
-        todo = sum(not runs.is_finished(j.run_dir) for j in jobs)
+        todo = sum(needs_training(j) for j in jobs)
         msg = f"{len(jobs)} runs, {len(jobs) - todo} finished already, {todo} to train"
         if self.estimate and todo:
             from unmix.reproduce import estimate_seconds

@@ -182,6 +182,12 @@ def stale_fields(job: Job) -> list[str]:
     return changed_fields(trained, job.setting.to_dict())
 
 
+def needs_training(job: Job) -> bool:
+    """True unless the job's run directory holds a finished run *of the job's setting* (an
+    unfinished run, or a finished one of another setting, see :func:`stale_fields`, trains)."""
+    return not runs.is_finished(job.run_dir) or bool(stale_fields(job))
+
+
 def _move_stale(job: Job, fields: list[str]) -> None:
     """Keep a finished run whose setting is no longer the job's (nothing is lost): rename it to
     ``<run>.stale-<time>`` and say so, so the job trains afresh instead of reusing a result of

@@ -75,13 +75,13 @@ def estimate_seconds(jobs: list[Job], workers: int = 1, probe_steps: int = 2) ->
     """Rough wall time of the unfinished ``jobs``: each distinct (model, objective, batch) is
     timed for ``probe_steps`` steps (:func:`unmix.bench.bench_steps`), times its steps, plus the
     evaluations, over ``workers`` parallel processes."""
-    from unmix import runs
     from unmix.bench import bench_steps
+    from unmix.sweep import needs_training
 
     cache: dict[str, float] = {}
     total = 0.0
     for job in jobs:
-        if runs.is_finished(job.run_dir):
+        if not needs_training(job):
             continue
         s = job.setting
         key = repr((s.model, s.objective, s.mixing, s.train.batch_size, s.train.threads))
