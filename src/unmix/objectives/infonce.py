@@ -56,11 +56,12 @@ still its positive and i.i.d. negatives (Eq. 1 with :math:`M' = B - 1 + M`).
 cross-entropies, :math:`\frac1B\sum_i(\mathrm{lse}_i - s_{ii})`; ``"dv"`` takes one
 log-mean-exp over every candidate pair of the batch,
 :math:`\log\frac1B\sum_i e^{\mathrm{lse}_i} - \frac1B\sum_i s_{ii}` — the Donsker–Varadhan
-bound on the mutual information with the same critic (Belghazi et al. 2018, MINE; Poole et al. 2019, Sec. 2), the form of Wang & Isola's
-uniformity term. By Jensen it is ≥ the InfoNCE value, with equality when every anchor's
-candidate sum is the same; as the number of candidates grows (minus its log) it tends to
-:math:`-\mathbb{E}[s(h, \tilde h)] + \log \mathbb{E}_{x, x'} e^{s(f(x), f(x'))}`, which the
-true log density ratio minimises as well, so the matched critic still identifies the latents.
+bound on the mutual information with the same critic (Belghazi et al. 2018, MINE; Poole et al.
+2019, Sec. 2), the aggregation of Wang & Isola's uniformity term. By Jensen it is ≥ the InfoNCE
+value, with equality when every anchor's candidate sum is the same. As the number of candidates
+grows (minus its log) it tends to :math:`-\mathbb{E}[s(h, \tilde h)] + \log \mathbb{E}_{x, x'}
+e^{s(f(x), f(x'))}`, whose minimisers are the critics equal to the log density ratio up to a
+constant — the same condition InfoNCE's limit imposes, so the matched critic is its minimiser too.
 
 Collapsed features (all identical) give exactly ``log(number of candidates)``
 (:meth:`n_candidates`); for InfoNCE, :math:`\mathcal{L} - \log M` tends to the sum of
