@@ -146,14 +146,14 @@ def test_every_preset_resolves_under_every_budget_and_round_trips_through_yaml()
 
 
 def test_a_baseline_column_gets_the_recipe_of_its_own_content():
-    """The quick rule for box rows with normal noise (τ, batch 4,096, 800 steps) is the
+    """The quick rule for box rows with an unbounded encoder (τ, 8,000 steps) is the
     contrastive objective's; the Supervised column regresses z and gets the regression's recipe,
     chosen by the paper's rule from the column's content. The column still wins on its own
     fields (Identity: no training)."""
     unsup = resolve("zimmermann-table1-row5", "quick").setting
     sup = resolve("zimmermann-table1-row5", "quick", column="supervised")
     ident = resolve("zimmermann-table1-row5", "quick", column="identity").setting
-    assert (unsup.train.batch_size, unsup.train.steps) == (4096, 800)
+    assert (unsup.objective.tau, unsup.train.steps) == (0.005, 8000)
     assert sup.setting.objective.kind == "supervised"
     assert (sup.setting.train.batch_size, sup.setting.train.steps) == (1024, 4000)
     assert sup.provenance["train.steps"] == "paper:zimmermann/quick"
@@ -162,12 +162,14 @@ def test_a_baseline_column_gets_the_recipe_of_its_own_content():
 
 
 def test_quick_rule_for_box_rows_with_an_unbounded_encoder_follows_the_conditional():
-    """Box latents, unbounded encoder, Lp loss: normal noise → a fifth of the matched τ, batch
-    4,096, 800 steps; Laplace / generalised-normal noise → the moment-matched τ = p·E|ε|^p itself,
-    batch 1,024, 8,000 steps; a bounded (box) encoder keeps the paper's τ = 1 and 4,000 steps."""
+    """Box latents, unbounded encoder, Lp loss, normal / Laplace / generalised-normal noise → the
+    moment-matched τ = p·E|ε|^p, batch 1,024, 8,000 steps; a bounded (box) encoder keeps the
+    paper's τ = 1 and 4,000 steps."""
     from unmix.papers.zimmermann import matched_lp_tau
 
     for name, tau in [
+        ("zimmermann-table1-row5", 0.005),  # Normal σ = 0.05, p = 2: 2σ²
+        ("zimmermann-table1-row8", 0.000598),  # Normal, p = 3: 3·E|ε|³
         ("zimmermann-table1-row6", 0.01),  # Laplace λ = 0.05, p = 2: 2·2λ²
         ("zimmermann-table1-row7", 0.00225),  # Laplace, p = 3: 3·6λ³
         ("zimmermann-table2-row6", 0.05),  # Laplace, p = 1: λ
@@ -179,7 +181,6 @@ def test_quick_rule_for_box_rows_with_an_unbounded_encoder_follows_the_condition
             f"{matched_lp_tau(s.latent.conditional, s.objective.p):.3g}"
         )
         assert (s.train.batch_size, s.train.steps) == (1024, 8000)
-    assert resolve("zimmermann-table1-row5", "quick").setting.objective.tau == 0.001
     for row in range(1, 6):  # the box-model rows
         s = resolve(f"zimmermann-table2-row{row}", "quick").setting
         assert (s.objective.tau, s.train.steps) == (1.0, 4000)
