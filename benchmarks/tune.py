@@ -12,8 +12,8 @@ from unmix.resolve import resolve
 from unmix.train import train
 
 
-def main() -> None:
-    name, *pairs = sys.argv[1:]
+def run(name: str, pairs: list[str]) -> None:
+    """Train preset ``name`` at the quick budget with ``key=value`` overrides, printing the curve."""
     setting = resolve(name, "quick").setting
     updates = {k: yaml.safe_load(v) for k, v in (p.split("=", 1) for p in pairs)}
     setting = setting.replace(**updates)
@@ -28,6 +28,11 @@ def main() -> None:
 
     result = train(setting, on_eval=show)
     print("summary", {k: result.summary[k] for k in ("r2", "mcc", "train_time_s", "steps_per_s")})
+
+
+def main() -> None:
+    name, *pairs = sys.argv[1:]
+    run(name, pairs)
 
 
 if __name__ == "__main__":

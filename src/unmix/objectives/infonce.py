@@ -631,6 +631,15 @@ class LpInfoNCESpec(_ContrastiveSpec):
         return {1.0: "Laplace", 2.0: "Normal"}.get(float(self.p), f"GenNorm(β={self.p:g})")
 
 
+def _objective(cls: type[_ContrastiveLoss], n_negatives: int, **loss_kwargs):
+    """The registered objective around ``cls(**loss_kwargs)``: it draws ``n_negatives`` per step
+    unless the negatives are the batch's own."""
+    from unmix.objectives.base import Contrastive
+
+    loss = cls(**loss_kwargs)
+    return Contrastive(loss, n_negatives if loss.negatives != "in_batch" else 0)
+
+
 @register_objective("infonce", spec=InfoNCESpec)
 def infonce(
     *,
@@ -642,16 +651,15 @@ def infonce(
     estimator: EstimatorMode = "infonce",
 ):
     """Zimmermann et al., eq. (1), as an objective on ``(model, batch)``."""
-    from unmix.objectives.base import Contrastive
-
-    loss = InfoNCE(
+    return _objective(
+        InfoNCE,
+        n_negatives,
         tau=tau,
         negatives=negatives,
         symmetric=symmetric,
         same_view_negatives=same_view_negatives,
         estimator=estimator,
     )
-    return Contrastive(loss, n_negatives if negatives != "in_batch" else 0)
 
 
 @register_objective("lp_infonce", spec=LpInfoNCESpec)
@@ -667,9 +675,9 @@ def lp_infonce(
     estimator: EstimatorMode = "infonce",
 ):
     """Zimmermann et al., eq. (6), as an objective on ``(model, batch)``."""
-    from unmix.objectives.base import Contrastive
-
-    loss = LpInfoNCE(
+    return _objective(
+        LpInfoNCE,
+        n_negatives,
         p=p,
         q=q,
         tau=tau,
@@ -678,4 +686,3 @@ def lp_infonce(
         same_view_negatives=same_view_negatives,
         estimator=estimator,
     )
-    return Contrastive(loss, n_negatives if negatives != "in_batch" else 0)

@@ -79,9 +79,9 @@ def quick_overrides(setting: Setting) -> dict[str, Any]:
         and p is not None
         and getattr(obj, "q", None) in (None, p)
         and cond is not None
+        and cond.kind in ("normal", "laplace", "gennorm")
     ):
-        if cond.kind in ("normal", "laplace", "gennorm"):
-            out = {"objective.tau": float(f"{matched_lp_tau(cond, p):.3g}"), "train.steps": 8000}
+        out = {"objective.tau": float(f"{matched_lp_tau(cond, p):.3g}"), "train.steps": 8000}
     return out
 
 
