@@ -62,9 +62,6 @@ from dataclasses import dataclass
 from typing import Literal
 
 import numpy as np
-from sklearn.ensemble import GradientBoostingRegressor
-from sklearn.linear_model import Lasso, LassoCV
-from sklearn.metrics import r2_score
 
 from unmix.errors import ConfigError
 from unmix.metrics._common import as_pair, entropy, split_indices
@@ -127,6 +124,11 @@ def dci_importance(
         ConfigError: bad shapes or values, unknown ``importance``, a constant factor, too few
             samples.
     """
+    # deferred (import cost, see metrics.mig)
+    from sklearn.ensemble import GradientBoostingRegressor
+    from sklearn.linear_model import Lasso, LassoCV
+    from sklearn.metrics import r2_score
+
     zt, zh = as_pair(z, z_hat)
     n, n_codes = zh.shape
     n_factors = zt.shape[1]

@@ -21,8 +21,6 @@ from dataclasses import dataclass
 from typing import Literal
 
 import numpy as np
-from scipy.optimize import linear_sum_assignment
-from scipy.stats import rankdata
 
 from unmix.errors import ConfigError
 from unmix.metrics.r2 import _check_same_n, as_latent_array
@@ -78,6 +76,8 @@ def correlation_matrix(
     zh = as_latent_array("z_hat", z_hat)
     _check_same_n(zt, zh)
     if method == "spearman":
+        from scipy.stats import rankdata  # deferred (import cost)
+
         zt = rankdata(zt, axis=0)
         zh = rankdata(zh, axis=0)
     elif method != "pearson":
@@ -113,6 +113,8 @@ def mcc(z_true, z_hat, method: Literal["pearson", "spearman"] = "pearson") -> MC
             f"'z_hat' has {d_hat} dimensions but 'z_true' has {d_true}; MCC matches every true "
             f"dimension to a distinct recovered one, so it needs d_hat >= d_true."
         )
+    from scipy.optimize import linear_sum_assignment  # deferred (import cost)
+
     rows, cols = linear_sum_assignment(-np.abs(c))
     # linear_sum_assignment returns rows sorted; every true dimension is assigned (d_true <= d_hat).
     permutation = np.empty(d_true, dtype=np.int64)

@@ -49,8 +49,6 @@ from __future__ import annotations
 from typing import Literal
 
 import numpy as np
-from sklearn.feature_selection import mutual_info_regression
-from sklearn.metrics import mutual_info_score
 
 from unmix.errors import ConfigError
 from unmix.metrics._common import as_pair
@@ -104,6 +102,11 @@ def mutual_information_matrix(
     """``(mi, h)``: the ``(n_factors, n_codes)`` matrix of :math:`I(z_k; c_l)` and the
     normalisers :math:`H(z_k)` (binned entropy, or :math:`\\hat I(z_k; z_k)` for the kNN
     estimator), in nats. See the module docstring for the estimators."""
+    # deferred: importing scikit-learn costs ≈ 100 MB and a second, which a run that never
+    # computes MIG should not pay
+    from sklearn.feature_selection import mutual_info_regression
+    from sklearn.metrics import mutual_info_score
+
     zt, zh = as_pair(z, z_hat)
     n_factors, n_codes = zt.shape[1], zh.shape[1]
     const = np.flatnonzero(np.ptp(zt, axis=0) == 0)

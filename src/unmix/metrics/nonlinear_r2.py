@@ -43,7 +43,6 @@ from collections.abc import Sequence
 from typing import Literal
 
 import numpy as np
-from sklearn.kernel_ridge import KernelRidge
 
 from unmix.errors import ConfigError
 from unmix.metrics._common import as_pair, check_fraction, split_indices
@@ -94,6 +93,8 @@ def kernel_r2(
         ``{"kernel_r2": mean over factors, "kernel_r2_0": ..., "kernel_r2_<k>": ...,
         "kernel_alpha": chosen alpha, "kernel_gamma": chosen gamma (absolute)}``.
     """
+    from sklearn.kernel_ridge import KernelRidge  # deferred (import cost, see metrics.mig)
+
     zt, zh = as_pair(z, z_hat)
     n, n_codes = zh.shape
     vf = check_fraction("val_fraction", val_fraction)

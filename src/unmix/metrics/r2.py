@@ -26,8 +26,6 @@ from dataclasses import dataclass
 
 import numpy as np
 import torch
-from sklearn.linear_model import LinearRegression
-from sklearn.metrics import r2_score
 
 from unmix.errors import ConfigError
 
@@ -154,6 +152,9 @@ def r2_affine(
             f"affine fit of {d_hat} dims needs at least {d_hat + 2} fit samples and scoring needs "
             f"at least 2; pass more samples (or change 'test_fraction')."
         )
+    from sklearn.linear_model import LinearRegression  # deferred: sklearn costs ≈ 100 MB
+    from sklearn.metrics import r2_score
+
     reg = LinearRegression().fit(zh[fit_idx], zt[fit_idx])
     pred = reg.predict(zh[score_idx])
     per_dim = np.atleast_1d(r2_score(zt[score_idx], pred, multioutput="raw_values"))
