@@ -256,3 +256,61 @@ def test_resuming_with_another_thread_count_warns(tmp_path):
     manifest = json.loads((tmp_path / "run" / runs.MANIFEST).read_text())
     assert manifest["resumed_with_changes"]["fields"]["train.threads"] == [1, 2]
     assert manifest["torch_threads"] == 2
+
+
+def _warm(**objective) -> Setting:
+    base = tiny().to_dict()
+    base["objective"] = {"kind": "infonce", "tau": 0.2, **objective}
+    return Setting.from_dict(base)
+
+
+def test_alignment_warm_up_is_applied_and_resumes_exactly(tmp_path):
+    warm = _warm(align_start=0.3, align_warmup=0.8)
+    full = train(warm, tmp_path / "full")
+    plain = train(_warm(), tmp_path / "plain")
+    assert full.summary["loss"] != plain.summary["loss"]  # the schedule changed the path
+    # the last step (19 of 20) is past 0.8 · 20 = 16: the objective ends as InfoNCE itself
+    assert full.experiment.objective.loss.align_weight == 1.0
+
+    class Stop(Exception):
+        pass
+
+    def stop_at_20(row):
+        if row["step"] == 20:
+            raise Stop
+
+    with pytest.raises(Stop):
+        train(warm, tmp_path / "cut", on_eval=stop_at_20)
+    resumed = train(warm, tmp_path / "cut", resume=True)
+    assert resumed.summary["resumed_from_step"] == 10  # resumed inside the warm-up
+    for key in ("loss", "r2", "mcc"):
+        assert resumed.summary[key] == full.summary[key]
+
+
+def test_the_trainer_tells_the_objective_each_steps_progress(monkeypatch):
+    from unmix.objectives.base import Contrastive
+
+    seen = []
+    original = Contrastive.set_progress
+
+    def spy(self, step, total):
+        original(self, step, total)
+        seen.append((step, total, self.loss.align_weight))
+
+    monkeypatch.setattr(Contrastive, "set_progress", spy)
+    train(_warm(align_start=0.5, align_warmup=0.5))
+    assert [s for s, _, _ in seen] == list(range(20)) and {t for _, t, _ in seen} == {20}
+    weights = [w for _, _, w in seen]
+    assert weights[0] == 0.5 and weights[5] == pytest.approx(0.75) and weights[10:] == [1.0] * 10
+
+
+@pytest.mark.parametrize(
+    "objective, field",
+    [
+        ({"align_start": 0.0, "align_warmup": 0.5}, "align_start"),
+        ({"align_warmup": 1.5}, "align_warmup"),
+    ],
+)
+def test_bad_warm_up_fields_are_refused_naming_the_field(objective, field):
+    with pytest.raises(ConfigError, match=field):
+        _warm(**objective)

@@ -180,6 +180,8 @@ class _TorchEncoder(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstim
         losses = []
         model.train()
         for step in range(spec.steps):
+            if hasattr(objective, "set_progress"):  # an objective's own schedule
+                objective.set_progress(step, spec.steps)
             loss = objective(model, self._batch(data, g))
             if not torch.isfinite(loss):
                 raise ConfigError(

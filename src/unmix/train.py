@@ -237,11 +237,14 @@ def _train(setting, out_dir, device, resume, progress, hooks, provenance) -> Run
     last_checkpoint = t_start
     train_time = 0.0
     bar = _progress_bar(progress, spec.steps, start_step, setting.name)
+    set_progress = getattr(exp.objective, "set_progress", None)
     last_loss = float("nan")
     exp.encoder.train()
     try:
         for step in range(start_step, spec.steps if opt else 0):
             t0 = time.perf_counter()
+            if set_progress is not None:  # an objective's own schedule (alignment warm-up)
+                set_progress(step, spec.steps)
             with autocast:
                 loss = exp.loss(gen, spec.batch_size)
             bad = None if torch.isfinite(loss) else f"the loss became {loss.item()}"

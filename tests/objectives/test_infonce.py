@@ -31,10 +31,11 @@ def _lp(p, q, tau):
 
 
 def _loop_loss(
-    sim, h, hp, neg=None, cross=True, same=False, self_pair=False, symmetric=False, dv=False
+    sim, h, hp, neg=None, cross=True, same=False, self_pair=False, symmetric=False, dv=False, w=1.0
 ):
     """Slow reference: list every candidate of every anchor, take −log softmax of the positive
-    (``dv``: log of the mean over anchors of Σ exp(candidates), minus the mean positive logit)."""
+    (``dv``: log of the mean over anchors of Σ exp(candidates), minus the mean positive logit;
+    ``w``: the positive logit's weight outside the logsumexp)."""
 
     def one(a, b):
         total, sums = 0.0, []
@@ -53,10 +54,10 @@ def _loop_loss(
                 if self_pair:
                     cands.append(sim(a[i], a[i]))
             mx = max(cands)
-            total += -(pos - mx) + math.log(sum(math.exp(c - mx) for c in cands))
+            total += -w * pos + mx + math.log(sum(math.exp(c - mx) for c in cands))
             sums.append((pos, sum(math.exp(c) for c in cands)))
         if dv:
-            return math.log(sum(z for _, z in sums) / len(a)) - sum(p for p, _ in sums) / len(a)
+            return math.log(sum(z for _, z in sums) / len(a)) - w * sum(p for p, _ in sums) / len(a)
         return total / len(a)
 
     return 0.5 * (one(h, hp) + one(hp, h)) if symmetric else one(h, hp)
@@ -347,3 +348,47 @@ def test_dv_gradients_of_the_fused_path_equal_the_unfused_ones():
 def test_dv_estimator_is_validated_with_one_line():
     with pytest.raises(ConfigError, match="'estimator'"):
         InfoNCE(estimator="nwj")
+
+
+# --- alignment warm-up (align_weight; align_start / align_warmup of the registered kinds) -----
+@pytest.mark.parametrize("kw", IN_BATCH_LAYOUTS)
+@pytest.mark.parametrize("fused", [True, False])
+@pytest.mark.parametrize("dv", [False, True])
+def test_align_weight_matches_loop(kw, fused, dv):
+    h, hp, tau, w = _feats(9, 4, 60), _feats(9, 4, 61), 0.4, 0.35
+    est = "dv" if dv else "infonce"
+    loss = InfoNCE(tau=tau, align_weight=w, fused=fused, estimator=est, **kw)(h, hp)
+    ref = _loop_loss(_dot(tau), h, hp, dv=dv, w=w, **_ref_kwargs(kw))
+    assert float(loss) == pytest.approx(ref, rel=1e-12)
+    lp = LpInfoNCE(p=1.0, tau=tau, align_weight=w, fused=fused, estimator=est, **kw)(h, hp)
+    ref = _loop_loss(_lp(1.0, 1.0, tau), h, hp, dv=dv, w=w, **_ref_kwargs(kw))
+    assert float(lp) == pytest.approx(ref, rel=1e-12)
+
+
+def test_align_weight_with_external_negatives_matches_loop():
+    h, hp, neg = _feats(7, 3, 62), _feats(7, 3, 63), _feats(35, 3, 64).reshape(7, 5, 3)
+    loss = InfoNCE(tau=0.7, negatives="external", align_weight=0.5)(h, hp, neg)
+    assert float(loss) == pytest.approx(_loop_loss(_dot(0.7), h, hp, neg=neg, w=0.5), rel=1e-12)
+
+
+def test_align_weight_scales_only_the_positive_terms_gradient():
+    # d/dh_pos of (lse - w·s_pos): the positive enters the lse at full weight, so the gradient is
+    # softmax_pos·∇s - w·∇s; at w = 1 this is InfoNCE's.
+    h0, hp0 = _feats(16, 5, 65).float(), _feats(16, 5, 66).float()
+    grads = {}
+    for w in (1.0, 0.5, 0.0001):
+        for fused in (True, False):
+            h, hp = h0.clone().requires_grad_(), hp0.clone().requires_grad_()
+            InfoNCE(tau=0.5, align_weight=w, fused=fused)(h, hp).backward()
+            grads[w, fused] = hp.grad
+        torch.testing.assert_close(grads[w, True], grads[w, False], rtol=1e-5, atol=1e-6)
+    # linear in w: g(0.5) is the midpoint of g(1) and g(~0)
+    mid = 0.5 * (grads[1.0, False] + grads[0.0001, False])
+    torch.testing.assert_close(grads[0.5, False], mid, rtol=1e-3, atol=1e-5)
+    assert float(InfoNCE(align_weight=1.0)(h0, hp0)) == float(InfoNCE()(h0, hp0))
+
+
+def test_align_weight_is_validated_with_one_line():
+    for bad in (0.0, -1.0, float("nan"), True):
+        with pytest.raises(ConfigError, match="'align_weight'"):
+            InfoNCE(align_weight=bad)

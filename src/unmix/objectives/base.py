@@ -71,14 +71,44 @@ class Objective(nn.Module):
     def forward(self, model: nn.Module, batch: Batch) -> torch.Tensor:  # pragma: no cover
         raise NotImplementedError
 
+    def set_progress(self, step: int, total_steps: int) -> None:
+        """Called by the trainer before the loss of step ``step`` (0-based) of ``total_steps``:
+        an objective whose terms follow a schedule sets them here, from these two numbers only,
+        so that a resumed run continues exactly. The default does nothing."""
+
 
 class Contrastive(Objective):
-    """A feature-level contrastive loss ``loss(h, h_pos[, h_neg])`` as an objective."""
+    """A feature-level contrastive loss ``loss(h, h_pos[, h_neg])`` as an objective.
 
-    def __init__(self, loss: nn.Module, n_negatives: int = 0) -> None:
+    ``align_warmup`` > 0 (a fraction of the run) warms the loss's positive term up: its weight
+    ``loss.align_weight`` rises linearly from ``align_start`` at the first step to 1 at
+    ``align_warmup · total_steps`` and stays 1 after (see
+    :class:`~unmix.objectives.infonce.InfoNCE`, "Alignment warm-up")."""
+
+    def __init__(
+        self,
+        loss: nn.Module,
+        n_negatives: int = 0,
+        *,
+        align_start: float = 1.0,
+        align_warmup: float = 0.0,
+    ) -> None:
         super().__init__()
         self.loss = loss
         self.n_negatives = int(n_negatives)
+        self.align_start = float(align_start)
+        self.align_warmup = float(align_warmup)
+
+    def align_weight_at(self, step: int, total_steps: int) -> float:
+        """The positive term's weight at step ``step`` (0-based) of ``total_steps``."""
+        end = self.align_warmup * total_steps
+        if step >= end:
+            return 1.0
+        return self.align_start + (1.0 - self.align_start) * step / end
+
+    def set_progress(self, step: int, total_steps: int) -> None:
+        if self.align_warmup > 0:
+            self.loss.align_weight = self.align_weight_at(step, total_steps)
 
     @property
     def shared_negatives(self) -> bool:

@@ -63,6 +63,20 @@ grows (minus its log) it tends to :math:`-\mathbb{E}[s(h, \tilde h)] + \log \mat
 e^{s(f(x), f(x'))}`, whose minimisers are the critics equal to the log density ratio up to a
 constant — the same condition InfoNCE's limit imposes, so the matched critic is its minimiser too.
 
+**Alignment warm-up** (``align_weight``, and the registered kinds' ``align_start`` /
+``align_warmup``): the positive logit enters the loss with a weight :math:`w`,
+:math:`\frac1B\sum_i(\mathrm{lse}_i - w\,s_{ii})` (the positive stays a candidate inside
+:math:`\mathrm{lse}_i` at full weight); :math:`w = 1` is InfoNCE. On the unit sphere with
+:math:`s = a^\top b/\tau` the loss is then :math:`-w` × Wang & Isola's alignment term plus a
+per-anchor uniformity term, so :math:`w < 1` weighs alignment — the term estimated from one
+pair per anchor — below uniformity, which every candidate pair informs (Wang & Isola's AU
+objective at its default weight is the case :math:`w = 1/2`, τ = 1/(2t)). The registered kinds
+raise :math:`w` linearly from ``align_start`` to 1 over the first ``align_warmup`` fraction of
+the run (:meth:`unmix.objectives.base.Contrastive.set_progress`), so the rest of the run — and
+the minimiser it converges to — is InfoNCE's; like a learning-rate warm-up it changes the path,
+not the objective. Measured use: Table 1 row 1 (vMF κ = 1, where one pair carries little
+signal) in docs/quick_budget_search.md, "Fifth search".
+
 Collapsed features (all identical) give exactly ``log(number of candidates)``
 (:meth:`n_candidates`); for InfoNCE, :math:`\mathcal{L} - \log M` tends to the sum of
 :func:`unmix.metrics.alignment_term` and :func:`unmix.metrics.uniformity_term` as ``M → ∞``.
@@ -139,10 +153,14 @@ class _ContrastiveLoss(nn.Module):
         symmetric: bool = False,
         fused: bool = True,
         estimator: EstimatorMode = "infonce",
+        align_weight: float = 1.0,
     ) -> None:
         super().__init__()
         owner = type(self).__name__
         self.tau = _check_tau(tau)
+        self.align_weight = _check_positive_real(
+            "'align_weight'", align_weight, "1.0 is InfoNCE (the positive term at full weight)."
+        )
         if estimator not in ("infonce", "dv"):
             raise ConfigError(
                 f"'estimator' of {owner} must be 'infonce' or 'dv', got {estimator!r}."
@@ -297,9 +315,10 @@ class _ContrastiveLoss(nn.Module):
         ``infonce``: :math:`\frac1B\sum_i (\mathrm{lse}_i - s_{ii})`; ``dv``:
         :math:`\log\frac1B\sum_i e^{\mathrm{lse}_i} - \frac1B\sum_i s_{ii}` (one
         log-mean-exp over every candidate pair of the batch)."""
+        w = self.align_weight
         if self.estimator == "dv":
-            return torch.logsumexp(lse, dim=0) - math.log(lse.shape[0]) - pos.mean()
-        return (lse - pos).mean()
+            return torch.logsumexp(lse, dim=0) - math.log(lse.shape[0]) - w * pos.mean()
+        return (lse - w * pos).mean() if w != 1.0 else (lse - pos).mean()
 
     def _one_direction(
         self, a: torch.Tensor, b: torch.Tensor, neg: torch.Tensor | None
@@ -352,6 +371,8 @@ class _ContrastiveLoss(nn.Module):
                 f", include_self={self.include_self}"
             )
         s += f", symmetric={self.symmetric}"
+        if self.align_weight != 1.0:
+            s += f", align_weight={self.align_weight:g}"
         return s + (f", estimator={self.estimator!r}" if self.estimator != "infonce" else "")
 
 
@@ -445,6 +466,7 @@ class LpInfoNCE(_ContrastiveLoss):
         chunk_size: int | None = None,
         fused: bool = True,
         estimator: EstimatorMode = "infonce",
+        align_weight: float = 1.0,
     ) -> None:
         super().__init__(
             tau,
@@ -455,6 +477,7 @@ class LpInfoNCE(_ContrastiveLoss):
             symmetric=symmetric,
             fused=fused,
             estimator=estimator,
+            align_weight=align_weight,
         )
         for name, v in (("p", p), ("q", q)):
             if v is not None:
@@ -598,6 +621,8 @@ class _ContrastiveSpec(SpecBase):
     symmetric: bool = False
     same_view_negatives: bool = False
     estimator: EstimatorMode = "infonce"
+    align_start: Annotated[float, Field(gt=0, le=1, allow_inf_nan=False)] = 1.0
+    align_warmup: Annotated[float, Field(ge=0, le=1, allow_inf_nan=False)] = 0.0
 
     @model_validator(mode="after")
     def _check_negatives(self):
@@ -631,13 +656,27 @@ class LpInfoNCESpec(_ContrastiveSpec):
         return {1.0: "Laplace", 2.0: "Normal"}.get(float(self.p), f"GenNorm(β={self.p:g})")
 
 
-def _objective(cls: type[_ContrastiveLoss], n_negatives: int, **loss_kwargs):
+def _objective(
+    cls: type[_ContrastiveLoss],
+    n_negatives: int,
+    align_start: float = 1.0,
+    align_warmup: float = 0.0,
+    **loss_kwargs,
+):
     """The registered objective around ``cls(**loss_kwargs)``: it draws ``n_negatives`` per step
-    unless the negatives are the batch's own."""
+    unless the negatives are the batch's own, and warms the positive term up from
+    ``align_start`` over the first ``align_warmup`` of the run (module docstring)."""
     from unmix.objectives.base import Contrastive
 
-    loss = cls(**loss_kwargs)
-    return Contrastive(loss, n_negatives if loss.negatives != "in_batch" else 0)
+    if align_warmup > 0 and not 0 < align_start <= 1:
+        raise ConfigError(f"'align_start' must be in (0, 1], got {align_start!r}.")
+    loss = cls(**loss_kwargs, align_weight=align_start if align_warmup > 0 else 1.0)
+    return Contrastive(
+        loss,
+        n_negatives if loss.negatives != "in_batch" else 0,
+        align_start=align_start,
+        align_warmup=align_warmup,
+    )
 
 
 @register_objective("infonce", spec=InfoNCESpec)
@@ -649,6 +688,8 @@ def infonce(
     symmetric: bool = False,
     same_view_negatives: bool = False,
     estimator: EstimatorMode = "infonce",
+    align_start: float = 1.0,
+    align_warmup: float = 0.0,
 ):
     """Zimmermann et al., eq. (1), as an objective on ``(model, batch)``."""
     return _objective(
@@ -659,6 +700,8 @@ def infonce(
         symmetric=symmetric,
         same_view_negatives=same_view_negatives,
         estimator=estimator,
+        align_start=align_start,
+        align_warmup=align_warmup,
     )
 
 
@@ -673,6 +716,8 @@ def lp_infonce(
     symmetric: bool = False,
     same_view_negatives: bool = False,
     estimator: EstimatorMode = "infonce",
+    align_start: float = 1.0,
+    align_warmup: float = 0.0,
 ):
     """Zimmermann et al., eq. (6), as an objective on ``(model, batch)``."""
     return _objective(
@@ -685,4 +730,6 @@ def lp_infonce(
         symmetric=symmetric,
         same_view_negatives=same_view_negatives,
         estimator=estimator,
+        align_start=align_start,
+        align_warmup=align_warmup,
     )

@@ -40,12 +40,20 @@ def matched_lp_tau(dist: Any, p: float) -> float:
     return p * noise_moment(dist, p)
 
 
+#: The quick budget's alignment warm-up for the weak-signal sphere rows (vMF κ ≤ 1): InfoNCE's
+#: positive term at weight 1/2 rising linearly to 1 over the first half of the run, InfoNCE itself
+#: after (:class:`unmix.objectives.base.Contrastive`; docs/quick_budget_search.md, fifth search).
+ALIGN_WARMUP: dict[str, Any] = {"objective.align_start": 0.5, "objective.align_warmup": 0.5}
+
+
 def quick_overrides(setting: Setting) -> dict[str, Any]:
     """Per-setting part of the ``quick`` budget, by the rule the searches found
     (docs/quick_budget_search.md), one rule per family:
 
     * sphere, vMF conditional: τ = 1/κ; when κ ≤ 1 (the weakest signal, where gradient noise
-      dominates) lr 1e-3 and 15,000 steps, otherwise 3,000 steps;
+      dominates) lr 1e-3, 15,000 steps and, for InfoNCE, the alignment warm-up (the positive
+      term's weight from 1/2 to 1 over the first half of the run, :data:`ALIGN_WARMUP`),
+      otherwise 3,000 steps;
     * sphere, projected noise (scale 0.05): τ = 0.05, 8,000 steps;
     * box with an unbounded encoder, an Lp objective (``q = p``) and a normal, Laplace or
       generalised-normal conditional: the moment-matched τ = :func:`matched_lp_tau` (3
@@ -64,6 +72,8 @@ def quick_overrides(setting: Setting) -> dict[str, Any]:
             out = {"objective.tau": 1.0 / kappa, "train.steps": 3000}
             if kappa <= 1:
                 out.update({"train.steps": 15_000, "train.lr": 1e-3})
+                if obj.kind == "infonce":
+                    out.update(ALIGN_WARMUP)
         else:
             out = {"objective.tau": 0.05, "train.steps": 8000}
         if not has_tau:
