@@ -109,6 +109,7 @@ RECIPE_FIELDS = {
     "model.hidden": "hidden {} ×N",
     "model.standardize_input": "standardised input",
     "model.space": "{} head",
+    "objective.align_warmup": "alignment warm-up",
 }
 """Fields whose departure from the paper's setting a Table 1/2 report names beside the row."""
 
@@ -150,6 +151,11 @@ def departures(preset: Preset, rows: list[dict]) -> str:
                 value = flat[key]
                 if key == "model.standardize_input":
                     parts += ["standardised input"] if value else []
+                    continue
+                if key == "objective.align_warmup":
+                    if value:
+                        start = flat.get("objective.align_start", 1.0)
+                        parts.append(f"alignment warm-up ({start:g} → 1 over {value:.0%} of steps)")
                     continue
                 if key == "model.space" and value == "box_sigmoid":
                     parts.append("sigmoid·b head (the reference code's)")
