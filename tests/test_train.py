@@ -314,3 +314,15 @@ def test_the_trainer_tells_the_objective_each_steps_progress(monkeypatch):
 def test_bad_warm_up_fields_are_refused_naming_the_field(objective, field):
     with pytest.raises(ConfigError, match=field):
         _warm(**objective)
+
+
+def test_the_warm_up_is_refused_for_features_of_free_scale():
+    # lse − w·s_pos with w < 1 falls without bound as unbounded features grow apart
+    base = tiny().to_dict()
+    base["latent"] = {"space": "box", "dim": 3, "conditional": {"kind": "normal", "scale": 0.1}}
+    base["model"] = {"hidden": [4, 4], "space": "unbounded"}
+    base["objective"] = {"kind": "lp_infonce", "p": 2.0, "align_start": 0.5, "align_warmup": 0.5}
+    with pytest.raises(ConfigError, match="align_start < 1.*model.space: sphere or box"):
+        Setting.from_dict(base)
+    base["model"]["space"] = "box"
+    Setting.from_dict(base)  # a fixed box keeps the loss bounded

@@ -483,6 +483,14 @@ class Setting(_Strict):
                 f"objective '{self.objective.kind}' needs model.space: sphere "
                 f"(got {space}); use lp_infonce for box/unbounded models"
             )
+        warm = getattr(self.objective, "align_warmup", 0) and self.objective.align_start < 1
+        if warm and space in ("unbounded", "box_sigmoid"):
+            raise ValueError(
+                f"objective.align_start < 1 (the alignment warm-up) needs features of fixed "
+                f"scale, model.space: sphere or box (got {space}): with a free scale the loss "
+                "lse − w·s_pos falls without bound as the features grow apart. Remove "
+                "objective.align_warmup or use a bounded head"
+            )
         return self
 
     # --- serialisation -------------------------------------------------------------------------

@@ -70,11 +70,15 @@ constant — the same condition InfoNCE's limit imposes, so the matched critic i
 :math:`s = a^\top b/\tau` the loss is then :math:`-w` × Wang & Isola's alignment term plus a
 per-anchor uniformity term, so :math:`w < 1` weighs alignment — the term estimated from one
 pair per anchor — below uniformity, which every candidate pair informs (Wang & Isola's AU
-objective at its default weight is the case :math:`w = 1/2`, τ = 1/(2t)). The registered kinds
+objective with weight :math:`w_a` and :math:`t` has this balance with :math:`w = w_a/t` at
+τ = 1/(2t), up to how the candidates are pooled: its defaults are :math:`w = 1/2`). The registered kinds
 raise :math:`w` linearly from ``align_start`` to 1 over the first ``align_warmup`` fraction of
 the run (:meth:`unmix.objectives.base.Contrastive.set_progress`), so the rest of the run — and
 the minimiser it converges to — is InfoNCE's; like a learning-rate warm-up it changes the path,
-not the objective. Measured use: Table 1 row 1 (vMF κ = 1, where one pair carries little
+not the objective. :math:`w < 1` needs features of fixed scale (a sphere, a fixed box): when
+the positive is the closest candidate, scaling the features by :math:`c` sends the loss to
+:math:`c^{q}(1 - w)\,s_{ii} \to -\infty` (a setting refuses it with ``model.space: unbounded``
+or ``box_sigmoid``). Measured use: Table 1 row 1 (vMF κ = 1, where one pair carries little
 signal) in docs/quick_budget_search.md, "Fifth search".
 
 Collapsed features (all identical) give exactly ``log(number of candidates)``
