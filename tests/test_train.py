@@ -322,7 +322,13 @@ def test_the_warm_up_is_refused_for_features_of_free_scale():
     base["latent"] = {"space": "box", "dim": 3, "conditional": {"kind": "normal", "scale": 0.1}}
     base["model"] = {"hidden": [4, 4], "space": "unbounded"}
     base["objective"] = {"kind": "lp_infonce", "p": 2.0, "align_start": 0.5, "align_warmup": 0.5}
-    with pytest.raises(ConfigError, match="align_start < 1.*model.space: sphere or box"):
-        Setting.from_dict(base)
-    base["model"]["space"] = "box"
-    Setting.from_dict(base)  # a fixed box keeps the loss bounded
+    for space in ("unbounded", "box", "box_sigmoid"):  # the box heads learn their magnitude
+        base["model"]["space"] = space
+        with pytest.raises(ConfigError, match="align_start < 1.*fixed radius"):
+            Setting.from_dict(base)
+    sphere = _warm(align_start=0.5, align_warmup=0.5).to_dict()
+    sphere["model"]["learn_radius"] = True
+    with pytest.raises(ConfigError, match="learn_radius"):
+        Setting.from_dict(sphere)
+    sphere["model"]["learn_radius"] = False
+    Setting.from_dict(sphere)  # a sphere of fixed radius keeps the loss bounded

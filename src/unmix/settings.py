@@ -484,12 +484,14 @@ class Setting(_Strict):
                 f"(got {space}); use lp_infonce for box/unbounded models"
             )
         warm = getattr(self.objective, "align_warmup", 0) and self.objective.align_start < 1
-        if warm and space in ("unbounded", "box_sigmoid"):
+        free_scale = space != "sphere" or getattr(self.model, "learn_radius", False)
+        if warm and space is not None and free_scale:
+            got = "sphere with learn_radius" if space == "sphere" else space
             raise ValueError(
                 f"objective.align_start < 1 (the alignment warm-up) needs features of fixed "
-                f"scale, model.space: sphere or box (got {space}): with a free scale the loss "
-                "lse − w·s_pos falls without bound as the features grow apart. Remove "
-                "objective.align_warmup or use a bounded head"
+                f"scale, model.space: sphere with a fixed radius (got {got}; the box heads learn "
+                "their magnitude): with a free scale the loss lse − w·s_pos falls without bound "
+                "as the features grow apart. Remove objective.align_warmup"
             )
         return self
 

@@ -75,10 +75,10 @@ objective with weight :math:`w_a` and :math:`t` has this balance with :math:`w =
 raise :math:`w` linearly from ``align_start`` to 1 over the first ``align_warmup`` fraction of
 the run (:meth:`unmix.objectives.base.Contrastive.set_progress`), so the rest of the run — and
 the minimiser it converges to — is InfoNCE's; like a learning-rate warm-up it changes the path,
-not the objective. :math:`w < 1` needs features of fixed scale (a sphere, a fixed box): when
-the positive is the closest candidate, scaling the features by :math:`c` sends the loss to
-:math:`c^{q}(1 - w)\,s_{ii} \to -\infty` (a setting refuses it with ``model.space: unbounded``
-or ``box_sigmoid``). Measured use: Table 1 row 1 (vMF κ = 1, where one pair carries little
+not the objective. :math:`w < 1` needs features of fixed scale (a sphere of fixed radius):
+when the positive is the closest candidate, scaling the features by :math:`c` sends the loss to
+:math:`c^{q}(1 - w)\,s_{ii} \to -\infty` (a setting refuses it for the other model spaces,
+whose box heads learn their magnitude, and for ``learn_radius``). Measured use: Table 1 row 1 (vMF κ = 1, where one pair carries little
 signal) in docs/quick_budget_search.md, "Fifth search".
 
 Collapsed features (all identical) give exactly ``log(number of candidates)``
