@@ -56,6 +56,17 @@ SETTING_CASES = {
         t, GOOD + "mixing: {kind: invertible_mlp, cond_pool_size: 100000000000}\n"
     ),
     "memory beyond the machine": lambda t: _yaml(t, _edit("dim: 3", "dim: 90000")),
+    "warm-up start without a warm-up": lambda t: _yaml(
+        t, GOOD + "objective: {kind: infonce, align_start: 0.5}\n"
+    ),
+    "warm-up on features of free scale": lambda t: _yaml(
+        t,
+        _edit(
+            "sphere, dim: 3, conditional: {kind: vmf, kappa: 5}",
+            "box, dim: 3, conditional: {kind: normal, scale: 0.1}",
+        ).replace("hidden: [4, 4]", "hidden: [4, 4], space: box")
+        + "objective: {kind: lp_infonce, p: 2, align_start: 0.5, align_warmup: 0.5}\n",
+    ),
 }
 
 

@@ -309,6 +309,7 @@ def test_the_trainer_tells_the_objective_each_steps_progress(monkeypatch):
     [
         ({"align_start": 0.0, "align_warmup": 0.5}, "align_start"),
         ({"align_warmup": 1.5}, "align_warmup"),
+        ({"align_start": 0.5}, "set align_warmup too"),  # a start without a warm-up would be lost
     ],
 )
 def test_bad_warm_up_fields_are_refused_naming_the_field(objective, field):

@@ -489,9 +489,9 @@ class Setting(_Strict):
             got = "sphere with learn_radius" if space == "sphere" else space
             raise ValueError(
                 f"objective.align_start < 1 (the alignment warm-up) needs features of fixed "
-                f"scale, model.space: sphere with a fixed radius (got {got}; the box heads learn "
+                f"scale, model.space: sphere with a fixed radius, got {got} (the box heads learn "
                 "their magnitude): with a free scale the loss lse − w·s_pos falls without bound "
-                "as the features grow apart. Remove objective.align_warmup"
+                "as the features grow apart. Remove objective.align_warmup and align_start"
             )
         return self
 

@@ -71,15 +71,16 @@ constant — the same condition InfoNCE's limit imposes, so the matched critic i
 per-anchor uniformity term, so :math:`w < 1` weighs alignment — the term estimated from one
 pair per anchor — below uniformity, which every candidate pair informs (Wang & Isola's AU
 objective with weight :math:`w_a` and :math:`t` has this balance with :math:`w = w_a/t` at
-τ = 1/(2t), up to how the candidates are pooled: its defaults are :math:`w = 1/2`). The registered kinds
-raise :math:`w` linearly from ``align_start`` to 1 over the first ``align_warmup`` fraction of
-the run (:meth:`unmix.objectives.base.Contrastive.set_progress`), so the rest of the run — and
+τ = 1/(2t), up to how the candidates are pooled: its defaults are :math:`w = 1/2`). The
+registered kinds raise :math:`w` linearly from ``align_start`` to 1 over the first
+``align_warmup`` fraction of the run (:meth:`unmix.objectives.base.Contrastive.set_progress`), so the rest of the run — and
 the minimiser it converges to — is InfoNCE's; like a learning-rate warm-up it changes the path,
 not the objective. :math:`w < 1` needs features of fixed scale (a sphere of fixed radius):
 when the positive is the closest candidate, scaling the features by :math:`c` sends the loss to
 :math:`c^{q}(1 - w)\,s_{ii} \to -\infty` (a setting refuses it for the other model spaces,
-whose box heads learn their magnitude, and for ``learn_radius``). Measured use: Table 1 row 1 (vMF κ = 1, where one pair carries little
-signal) in docs/quick_budget_search.md, "Fifth search".
+whose box heads learn their magnitude, and for ``learn_radius``). Measured use: Table 1 row 1
+(vMF κ = 1, where one pair carries little signal) in docs/quick_budget_search.md, "Fifth
+search".
 
 Collapsed features (all identical) give exactly ``log(number of candidates)``
 (:meth:`n_candidates`); for InfoNCE, :math:`\mathcal{L} - \log M` tends to the sum of
@@ -635,6 +636,12 @@ class _ContrastiveSpec(SpecBase):
         if self.negatives == "in_batch" and self.n_negatives:
             raise ValueError(
                 "n_negatives applies to negatives: external or shared; remove it (or set one)"
+            )
+        if self.align_start != 1 and not self.align_warmup:
+            raise ValueError(
+                "align_start is the positive term's weight at the start of the alignment "
+                "warm-up: set align_warmup too (the fraction of the run over which it rises to "
+                "1, e.g. 0.5) or remove align_start"
             )
         return self
 
