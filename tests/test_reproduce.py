@@ -133,6 +133,8 @@ def test_departures_name_the_fields_where_a_run_left_the_paper(tmp_path):
     assert departures(preset, [row]) == "sigmoid·b head (the reference code's), τ 0.2"
     (tmp_path / runs.CONFIG).write_text(preset.setting.to_yaml())
     assert departures(preset, [row]) == "as in the paper"
+    sphere = presets.get("zimmermann-table1-row1")  # the warm-up needs a fixed-radius sphere
     warm = {"objective.align_start": 0.5, "objective.align_warmup": 0.5}
-    (tmp_path / runs.CONFIG).write_text(preset.setting.replace(**warm).to_yaml())
-    assert departures(preset, [row]) == "alignment warm-up (0.5 → 1 over 50% of steps)"
+    (tmp_path / runs.CONFIG).write_text(sphere.setting.replace(**warm).to_yaml())
+    row = {**row, "preset": sphere.name}
+    assert departures(sphere, [row]) == "alignment warm-up (0.5 → 1 over 50% of steps)"
