@@ -9,6 +9,7 @@ from typer.testing import CliRunner
 from unmix.cli import app
 from unmix.errors import ConfigError
 from unmix.resolve import parse_overrides, resolve
+from unmix.settings import Setting
 
 runner = CliRunner()
 FEW = ["train.steps=20", "train.eval_every=10", "train.eval_samples=256", "train.batch_size=64"]
@@ -185,3 +186,22 @@ def test_quick_rule_for_box_rows_with_an_unbounded_encoder_follows_the_condition
         s = resolve(f"zimmermann-table2-row{row}", "quick").setting
         assert (s.objective.tau, s.train.steps) == (1.0, 4000)
     assert resolve("zimmermann-table1-row7", "paper").setting.objective.tau == 1.0
+
+
+def test_quick_rule_for_weak_vmf_rows_warms_infonce_up():
+    # sphere, vMF κ ≤ 1, InfoNCE: the alignment warm-up, 15,000 steps, the common lr
+    for name in ("zimmermann-table1-row1", "zimmermann-fig2-sphere-kappa0.01"):
+        s = resolve(name, "quick").setting
+        assert (s.objective.align_start, s.objective.align_warmup) == (0.5, 0.5)
+        assert s.train.steps == 15_000 and s.train.lr == 3e-3 and s.objective.tau == 1.0
+    # a narrower conditional (κ = 10) has a strong signal per pair: no warm-up, 3,000 steps
+    s = resolve("zimmermann-table1-row2", "quick").setting
+    assert s.objective.align_warmup == 0.0 and s.train.steps == 3000
+    # a setting of the same content with another objective keeps the earlier rule (lr 1e-3;
+    # the rule reads the setting it is given — a CLI override of the objective comes after it)
+    row1 = resolve("zimmermann-table1-row1").setting.to_dict()
+    row1["objective"] = {"kind": "align_uniform"}
+    au = resolve(Setting.from_dict(row1), "quick").setting
+    assert au.train.lr == 1e-3 and au.train.steps == 15_000
+    # the paper's own recipe is untouched
+    assert resolve("zimmermann-table1-row1", "paper").setting.objective.align_warmup == 0.0

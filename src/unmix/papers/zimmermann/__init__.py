@@ -51,9 +51,9 @@ def quick_overrides(setting: Setting) -> dict[str, Any]:
     (docs/quick_budget_search.md), one rule per family:
 
     * sphere, vMF conditional: τ = 1/κ; when κ ≤ 1 (the weakest signal, where gradient noise
-      dominates) lr 1e-3, 15,000 steps and, for InfoNCE, the alignment warm-up (the positive
-      term's weight from 1/2 to 1 over the first half of the run, :data:`ALIGN_WARMUP`),
-      otherwise 3,000 steps;
+      dominates) 15,000 steps and, for InfoNCE, the alignment warm-up (the positive term's
+      weight from 1/2 to 1 over the first half of the run, :data:`ALIGN_WARMUP`; other
+      objectives lr 1e-3 instead), otherwise 3,000 steps;
     * sphere, projected noise (scale 0.05): τ = 0.05, 8,000 steps;
     * box with an unbounded encoder, an Lp objective (``q = p``) and a normal, Laplace or
       generalised-normal conditional: the moment-matched τ = :func:`matched_lp_tau` (3
@@ -71,9 +71,11 @@ def quick_overrides(setting: Setting) -> dict[str, Any]:
             kappa = lat.conditional.kappa
             out = {"objective.tau": 1.0 / kappa, "train.steps": 3000}
             if kappa <= 1:
-                out.update({"train.steps": 15_000, "train.lr": 1e-3})
-                if obj.kind == "infonce":
+                out["train.steps"] = 15_000
+                if obj.kind == "infonce":  # warmed up, InfoNCE takes the common lr 3e-3
                     out.update(ALIGN_WARMUP)
+                else:
+                    out["train.lr"] = 1e-3
         else:
             out = {"objective.tau": 0.05, "train.steps": 8000}
         if not has_tau:
