@@ -75,8 +75,9 @@ def test_seeds_are_separate():
     assert torch.equal(w0, next(e_data.encoder.parameters()))
 
 
-def test_resume_gives_the_same_result_as_an_uninterrupted_run(tmp_path):
-    full = train(tiny(), tmp_path / "full")
+def _cut_at_20_and_resume(setting: Setting, run_dir):
+    """Train ``setting`` into ``run_dir``, interrupt it at the step-20 evaluation (its last
+    checkpoint is at step 10), then resume it; return the resumed run's result."""
 
     class Stop(Exception):
         pass
@@ -86,9 +87,14 @@ def test_resume_gives_the_same_result_as_an_uninterrupted_run(tmp_path):
             raise Stop
 
     with pytest.raises(Stop):
-        train(tiny(), tmp_path / "cut", on_eval=stop_at_20)
-    assert not runs.is_finished(tmp_path / "cut")
-    resumed = train(tiny(), tmp_path / "cut", resume=True)
+        train(setting, run_dir, on_eval=stop_at_20)
+    assert not runs.is_finished(run_dir)
+    return train(setting, run_dir, resume=True)
+
+
+def test_resume_gives_the_same_result_as_an_uninterrupted_run(tmp_path):
+    full = train(tiny(), tmp_path / "full")
+    resumed = _cut_at_20_and_resume(tiny(), tmp_path / "cut")
     assert resumed.summary["resumed_from_step"] == 10
     for key in ("loss", "r2", "mcc"):
         assert resumed.summary[key] == full.summary[key]
@@ -271,17 +277,7 @@ def test_alignment_warm_up_is_applied_and_resumes_exactly(tmp_path):
     assert full.summary["loss"] != plain.summary["loss"]  # the schedule changed the path
     # the last step (19 of 20) is past 0.8 · 20 = 16: the objective ends as InfoNCE itself
     assert full.experiment.objective.loss.align_weight == 1.0
-
-    class Stop(Exception):
-        pass
-
-    def stop_at_20(row):
-        if row["step"] == 20:
-            raise Stop
-
-    with pytest.raises(Stop):
-        train(warm, tmp_path / "cut", on_eval=stop_at_20)
-    resumed = train(warm, tmp_path / "cut", resume=True)
+    resumed = _cut_at_20_and_resume(warm, tmp_path / "cut")
     assert resumed.summary["resumed_from_step"] == 10  # resumed inside the warm-up
     for key in ("loss", "r2", "mcc"):
         assert resumed.summary[key] == full.summary[key]

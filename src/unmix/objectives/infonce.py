@@ -323,7 +323,7 @@ class _ContrastiveLoss(nn.Module):
         w = self.align_weight
         if self.estimator == "dv":
             return torch.logsumexp(lse, dim=0) - math.log(lse.shape[0]) - w * pos.mean()
-        return (lse - w * pos).mean() if w != 1.0 else (lse - pos).mean()
+        return (lse - w * pos).mean()  # w = 1.0 multiplies exactly: InfoNCE's value
 
     def _one_direction(
         self, a: torch.Tensor, b: torch.Tensor, neg: torch.Tensor | None
