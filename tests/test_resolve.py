@@ -60,7 +60,7 @@ def test_the_recipe_is_keyed_by_content_not_by_name(tmp_path):
     mine = resolve(str(path), "quick").setting
     preset = resolve("zimmermann-table1-row1", "quick").setting
     assert mine.replace(name=preset.name) == preset
-    assert mine.train.steps == 15_000 and mine.model.hidden == (20, 20, 20)
+    assert mine.train.steps == 30_000 and mine.model.hidden == (20, 20, 20)
 
 
 def test_cli_overrides_land_in_config_and_provenance(tmp_path):
@@ -189,11 +189,11 @@ def test_quick_rule_for_box_rows_with_an_unbounded_encoder_follows_the_condition
 
 
 def test_quick_rule_for_weak_vmf_rows_warms_infonce_up():
-    # sphere, vMF κ ≤ 1, InfoNCE: the alignment warm-up, 15,000 steps, the common lr
+    # sphere, vMF κ ≤ 1, InfoNCE: the alignment warm-up, 30,000 steps, the common lr
     for name in ("zimmermann-table1-row1", "zimmermann-fig2-sphere-kappa0.01"):
         s = resolve(name, "quick").setting
         assert (s.objective.align_start, s.objective.align_warmup) == (0.5, 0.5)
-        assert s.train.steps == 15_000 and s.train.lr == 3e-3 and s.objective.tau == 1.0
+        assert s.train.steps == 30_000 and s.train.lr == 3e-3 and s.objective.tau == 1.0
     # a narrower conditional (κ = 10) has a strong signal per pair: no warm-up, 3,000 steps
     s = resolve("zimmermann-table1-row2", "quick").setting
     assert s.objective.align_warmup == 0.0 and s.train.steps == 3000
@@ -202,6 +202,6 @@ def test_quick_rule_for_weak_vmf_rows_warms_infonce_up():
     row1 = resolve("zimmermann-table1-row1").setting.to_dict()
     row1["objective"] = {"kind": "align_uniform"}
     au = resolve(Setting.from_dict(row1), "quick").setting
-    assert au.train.lr == 1e-3 and au.train.steps == 15_000
+    assert au.train.lr == 1e-3 and au.train.steps == 30_000
     # the paper's own recipe is untouched
     assert resolve("zimmermann-table1-row1", "paper").setting.objective.align_warmup == 0.0
