@@ -59,6 +59,9 @@ SETTING_CASES = {
     "warm-up start without a warm-up": lambda t: _yaml(
         t, GOOD + "objective: {kind: infonce, align_start: 0.5}\n"
     ),
+    "temperature warm-up without its start": lambda t: _yaml(
+        t, GOOD + "objective: {kind: infonce, tau_warmup: 0.5}\n"
+    ),
     "warm-up on features of free scale": lambda t: _yaml(
         t,
         _edit(

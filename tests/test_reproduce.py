@@ -138,3 +138,8 @@ def test_departures_name_the_fields_where_a_run_left_the_paper(tmp_path):
     (tmp_path / runs.CONFIG).write_text(sphere.setting.replace(**warm).to_yaml())
     row = {**row, "preset": sphere.name}
     assert departures(sphere, [row]) == "alignment warm-up (0.5 → 1 over 50% of steps)"
+    box = presets.get("zimmermann-table1-row5")
+    warm = {"objective.tau": 0.005, "objective.tau_start": 1.0, "objective.tau_warmup": 0.5}
+    (tmp_path / runs.CONFIG).write_text(box.setting.replace(**warm).to_yaml())
+    row = {**row, "preset": box.name}
+    assert departures(box, [row]) == "τ 0.005, τ warm-up (1 → 0.005 over 50% of steps)"

@@ -306,11 +306,50 @@ def test_the_trainer_tells_the_objective_each_steps_progress(monkeypatch):
         ({"align_start": 0.0, "align_warmup": 0.5}, "align_start"),
         ({"align_warmup": 1.5}, "align_warmup"),
         ({"align_start": 0.5}, "set align_warmup too"),  # a start without a warm-up would be lost
+        ({"tau_start": 1.0}, "tau_start and tau_warmup go together"),
+        ({"tau_warmup": 0.5}, "tau_start and tau_warmup go together"),
+        ({"tau_start": 0.0, "tau_warmup": 0.5}, "tau_start"),
+        ({"tau_start": 1.0, "tau_warmup": 1.5}, "tau_warmup"),
     ],
 )
 def test_bad_warm_up_fields_are_refused_naming_the_field(objective, field):
     with pytest.raises(ConfigError, match=field):
         _warm(**objective)
+
+
+def test_temperature_warm_up_is_applied_and_resumes_exactly(tmp_path, monkeypatch):
+    from unmix.objectives.base import Contrastive
+
+    warm = _warm(tau_start=2.0, tau_warmup=0.5)  # τ from 2 to 0.2 over the first 10 of 20 steps
+    seen = []
+    original = Contrastive.set_progress
+
+    def spy(self, step, total):
+        original(self, step, total)
+        seen.append(self.loss.tau)
+
+    monkeypatch.setattr(Contrastive, "set_progress", spy)
+    full = train(warm, tmp_path / "full")
+    assert seen[0] == 2.0 and seen[5] == pytest.approx(2.0 * 0.1**0.5) and seen[10:] == [0.2] * 10
+    assert full.summary["loss"] != train(_warm(), tmp_path / "plain").summary["loss"]
+    resumed = _cut_at_20_and_resume(warm, tmp_path / "cut")
+    assert resumed.summary["resumed_from_step"] == 10
+    for key in ("loss", "r2", "mcc"):
+        assert resumed.summary[key] == full.summary[key]
+
+
+def test_the_loss_under_a_temperature_warm_up_is_the_loss_at_that_temperature():
+    from unmix.objectives.infonce import LpInfoNCE, LpInfoNCESpec
+    from unmix.registry import OBJECTIVES
+
+    spec = {"kind": "lp_infonce", "p": 3.0, "tau": 0.01, "tau_start": 1.0, "tau_warmup": 0.4}
+    obj = OBJECTIVES.build(LpInfoNCESpec(**spec))
+    g = torch.Generator().manual_seed(0)
+    a, b = torch.randn(12, 4, generator=g), torch.randn(12, 4, generator=g)
+    for step, tau in [(0, 1.0), (20, 0.1), (40, 0.01), (99, 0.01)]:
+        obj.set_progress(step, 100)
+        assert obj.loss.tau == pytest.approx(tau)
+        torch.testing.assert_close(obj.loss(a, b), LpInfoNCE(p=3.0, tau=tau)(a, b))
 
 
 def test_the_warm_up_is_refused_for_features_of_free_scale():

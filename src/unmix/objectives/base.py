@@ -78,12 +78,18 @@ class Objective(nn.Module):
 
 
 class Contrastive(Objective):
-    """A feature-level contrastive loss ``loss(h, h_pos[, h_neg])`` as an objective.
+    r"""A feature-level contrastive loss ``loss(h, h_pos[, h_neg])`` as an objective.
 
     ``align_warmup`` > 0 (a fraction of the run) warms the loss's positive term up: its weight
     ``loss.align_weight`` rises linearly from ``align_start`` at the first step to 1 at
     ``align_warmup · total_steps`` and stays 1 after (see
-    :class:`~unmix.objectives.infonce.InfoNCE`, "Alignment warm-up")."""
+    :class:`~unmix.objectives.infonce.InfoNCE`, "Alignment warm-up").
+
+    ``tau_warmup`` > 0 anneals the temperature: ``loss.tau`` moves geometrically from
+    ``tau_start`` at the first step to the loss's own τ at ``tau_warmup · total_steps``,
+    :math:`\tau_t = \tau\,(\tau_0/\tau)^{1 - t/T_w}`, and stays τ after — the rest of the
+    run, and its minimiser, are the loss's own (:mod:`unmix.objectives.infonce`, "Temperature
+    warm-up")."""
 
     def __init__(
         self,
@@ -92,12 +98,19 @@ class Contrastive(Objective):
         *,
         align_start: float = 1.0,
         align_warmup: float = 0.0,
+        tau_start: float | None = None,
+        tau_warmup: float = 0.0,
     ) -> None:
         super().__init__()
         self.loss = loss
         self.n_negatives = int(n_negatives)
         self.align_start = float(align_start)
         self.align_warmup = float(align_warmup)
+        self.tau_warmup = float(tau_warmup)
+        self.tau_final = float(loss.tau) if hasattr(loss, "tau") else None
+        self.tau_start = float(tau_start) if tau_start is not None else self.tau_final
+        if self.tau_warmup > 0 and self.tau_final is not None:
+            self.loss.tau = self.tau_start
 
     def align_weight_at(self, step: int, total_steps: int) -> float:
         """The positive term's weight at step ``step`` (0-based) of ``total_steps``."""
@@ -106,9 +119,18 @@ class Contrastive(Objective):
             return 1.0
         return self.align_start + (1.0 - self.align_start) * step / end
 
+    def tau_at(self, step: int, total_steps: int) -> float:
+        """The temperature at step ``step`` (0-based) of ``total_steps``."""
+        end = self.tau_warmup * total_steps
+        if step >= end:
+            return self.tau_final
+        return self.tau_final * (self.tau_start / self.tau_final) ** (1.0 - step / end)
+
     def set_progress(self, step: int, total_steps: int) -> None:
         if self.align_warmup > 0:
             self.loss.align_weight = self.align_weight_at(step, total_steps)
+        if self.tau_warmup > 0:
+            self.loss.tau = self.tau_at(step, total_steps)
 
     @property
     def shared_negatives(self) -> bool:

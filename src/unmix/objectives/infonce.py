@@ -82,6 +82,16 @@ whose box heads learn their magnitude, and for ``learn_radius``). Measured use: 
 (vMF κ = 1, where one pair carries little signal) in docs/quick_budget_search.md, "Fifth
 search".
 
+**Temperature warm-up** (the registered kinds' ``tau_start`` / ``tau_warmup``): τ moves
+geometrically from ``tau_start`` at the first step to ``tau`` at the ``tau_warmup`` fraction of
+the run, :math:`\tau_t = \tau\,(\tau_0/\tau)^{1 - t/T_w}`, and is ``tau`` after
+(:meth:`unmix.objectives.base.Contrastive.set_progress` sets it from the step, so a resumed run
+continues exactly). Each step's loss is the loss at :math:`\tau_t`, bounded below for every
+model space; the run ends on the loss at ``tau``, and so at its minimiser. At a small ``tau``
+(e.g. the moment-matched one of a box conditional) the in-batch task saturates from the first
+steps — every positive far closer than all negatives, only near neighbours give gradient — and a
+warmer start lets every candidate pull while the features find their global arrangement.
+
 Collapsed features (all identical) give exactly ``log(number of candidates)``
 (:meth:`n_candidates`); for InfoNCE, :math:`\mathcal{L} - \log M` tends to the sum of
 :func:`unmix.metrics.alignment_term` and :func:`unmix.metrics.uniformity_term` as ``M → ∞``.
@@ -628,6 +638,8 @@ class _ContrastiveSpec(SpecBase):
     estimator: EstimatorMode = "infonce"
     align_start: Annotated[float, Field(gt=0, le=1, allow_inf_nan=False)] = 1.0
     align_warmup: Annotated[float, Field(ge=0, le=1, allow_inf_nan=False)] = 0.0
+    tau_start: PositiveFloat | None = None
+    tau_warmup: Annotated[float, Field(ge=0, le=1, allow_inf_nan=False)] = 0.0
 
     @model_validator(mode="after")
     def _check_negatives(self):
@@ -642,6 +654,12 @@ class _ContrastiveSpec(SpecBase):
                 "align_start is the positive term's weight at the start of the alignment "
                 "warm-up: set align_warmup too (the fraction of the run over which it rises to "
                 "1, e.g. 0.5) or remove align_start"
+            )
+        if (self.tau_start is None) != (not self.tau_warmup):
+            raise ValueError(
+                "tau_start and tau_warmup go together (the temperature at the first step, and "
+                "the fraction of the run over which it moves to tau, e.g. tau_start: 1.0, "
+                "tau_warmup: 0.5): set both or neither"
             )
         return self
 
@@ -672,21 +690,28 @@ def _objective(
     n_negatives: int,
     align_start: float = 1.0,
     align_warmup: float = 0.0,
+    tau_start: float | None = None,
+    tau_warmup: float = 0.0,
     **loss_kwargs,
 ):
     """The registered objective around ``cls(**loss_kwargs)``: it draws ``n_negatives`` per step
     unless the negatives are the batch's own, and warms the positive term up from
-    ``align_start`` over the first ``align_warmup`` of the run (module docstring)."""
+    ``align_start`` over the first ``align_warmup`` of the run, and the temperature from
+    ``tau_start`` over the first ``tau_warmup`` (module docstring)."""
     from unmix.objectives.base import Contrastive
 
     if align_warmup > 0 and not 0 < align_start <= 1:
         raise ConfigError(f"'align_start' must be in (0, 1], got {align_start!r}.")
+    if tau_warmup > 0:
+        _check_tau(tau_start)
     loss = cls(**loss_kwargs, align_weight=align_start if align_warmup > 0 else 1.0)
     return Contrastive(
         loss,
         n_negatives if loss.negatives != "in_batch" else 0,
         align_start=align_start,
         align_warmup=align_warmup,
+        tau_start=tau_start if tau_warmup > 0 else None,
+        tau_warmup=tau_warmup,
     )
 
 
@@ -701,6 +726,8 @@ def infonce(
     estimator: EstimatorMode = "infonce",
     align_start: float = 1.0,
     align_warmup: float = 0.0,
+    tau_start: float | None = None,
+    tau_warmup: float = 0.0,
 ):
     """Zimmermann et al., eq. (1), as an objective on ``(model, batch)``."""
     return _objective(
@@ -713,6 +740,8 @@ def infonce(
         estimator=estimator,
         align_start=align_start,
         align_warmup=align_warmup,
+        tau_start=tau_start,
+        tau_warmup=tau_warmup,
     )
 
 
@@ -729,6 +758,8 @@ def lp_infonce(
     estimator: EstimatorMode = "infonce",
     align_start: float = 1.0,
     align_warmup: float = 0.0,
+    tau_start: float | None = None,
+    tau_warmup: float = 0.0,
 ):
     """Zimmermann et al., eq. (6), as an objective on ``(model, batch)``."""
     return _objective(
@@ -743,4 +774,6 @@ def lp_infonce(
         estimator=estimator,
         align_start=align_start,
         align_warmup=align_warmup,
+        tau_start=tau_start,
+        tau_warmup=tau_warmup,
     )

@@ -110,6 +110,7 @@ RECIPE_FIELDS = {
     "model.standardize_input": "standardised input",
     "model.space": "{} head",
     "objective.align_warmup": "alignment warm-up",
+    "objective.tau_warmup": "τ warm-up",
 }
 """Fields whose departure from the paper's setting a Table 1/2 report names beside the row."""
 
@@ -156,6 +157,11 @@ def departures(preset: Preset, rows: list[dict]) -> str:
                     if value:
                         start = flat.get("objective.align_start", 1.0)
                         parts.append(f"alignment warm-up ({start:g} → 1 over {value:.0%} of steps)")
+                    continue
+                if key == "objective.tau_warmup":
+                    if value:
+                        start, tau = flat.get("objective.tau_start"), flat.get("objective.tau", 1.0)
+                        parts.append(f"τ warm-up ({start:g} → {tau:g} over {value:.0%} of steps)")
                     continue
                 if key == "model.space" and value == "box_sigmoid":
                     parts.append("sigmoid·b head (the reference code's)")
