@@ -164,8 +164,8 @@ def test_a_baseline_column_gets_the_recipe_of_its_own_content():
 
 def test_quick_rule_for_box_rows_with_an_unbounded_encoder_follows_the_conditional():
     """Box latents, unbounded encoder, Lp loss, normal / Laplace / generalised-normal noise → the
-    moment-matched τ = p·E|ε|^p, batch 1,024, 8,000 steps; a bounded (box) encoder keeps the
-    paper's τ = 1 and 4,000 steps."""
+    moment-matched τ = p·E|ε|^p, reached from the paper's τ = 1 over the first half of the run,
+    batch 1,024, 8,000 steps; a bounded (box) encoder keeps the paper's τ = 1 and 4,000 steps."""
     from unmix.papers.zimmermann import matched_lp_tau
 
     for name, tau in [
@@ -182,9 +182,11 @@ def test_quick_rule_for_box_rows_with_an_unbounded_encoder_follows_the_condition
             f"{matched_lp_tau(s.latent.conditional, s.objective.p):.3g}"
         )
         assert (s.train.batch_size, s.train.steps) == (1024, 8000)
+        assert (s.objective.tau_start, s.objective.tau_warmup) == (1.0, 0.5)
     for row in range(1, 6):  # the box-model rows
         s = resolve(f"zimmermann-table2-row{row}", "quick").setting
         assert (s.objective.tau, s.train.steps) == (1.0, 4000)
+        assert s.objective.tau_warmup == 0.0
     assert resolve("zimmermann-table1-row7", "paper").setting.objective.tau == 1.0
 
 
