@@ -61,14 +61,23 @@ _PAD = 16
 _THIN = 64
 
 
-def _acc_w_c(out: torch.Tensor, w: torch.Tensor, c: torch.Tensor, alpha: float) -> None:
-    """In place: ``out += alpha · w @ c`` for ``w`` ``(rows, N)``, ``c`` ``(N, n)``."""
+def _padded(c: torch.Tensor) -> torch.Tensor:
+    """``c`` ``(N, n)`` zero-padded to ``_PAD`` columns when ``n < _PAD`` (else ``c`` itself);
+    formed once per candidate set and backward pass, not per block."""
     n = c.shape[1]
     if n >= _PAD:
-        out.addmm_(w, c, alpha=alpha)
+        return c
+    out = c.new_zeros(c.shape[0], _PAD)
+    out[:, :n] = c
+    return out
+
+
+def _acc_w_c(out: torch.Tensor, w: torch.Tensor, padded: torch.Tensor, alpha: float) -> None:
+    """In place: ``out += alpha · w @ c`` for ``w`` ``(rows, N)`` and ``padded = _padded(c)``."""
+    n = out.shape[1]
+    if padded.shape[1] == n:
+        out.addmm_(w, padded, alpha=alpha)
         return
-    padded = c.new_zeros(c.shape[0], _PAD)
-    padded[:, :n] = c
     out.add_(torch.mm(w, padded)[:, :n], alpha=alpha)
 
 
@@ -90,6 +99,8 @@ def _weights_(x: torch.Tensor, lse: torch.Tensor, g: torch.Tensor, floor: float,
 class DotKernel:
     """``s(a, c) = aᵀc / τ``."""
 
+    pads_candidates = True  # its backward takes ``_padded(c)``, formed once per pass
+
     def __init__(self, tau: float) -> None:
         self.tau = tau
 
@@ -105,10 +116,10 @@ class DotKernel:
     def logits(self, x, c, aux):
         return torch.mm(x, c.T).div_(self.tau)
 
-    def backward_block(self, x, c, aux, lse, g, floor, diag, gx, gc) -> None:
+    def backward_block(self, x, c, aux, lse, g, floor, diag, gx, gc, padded=None) -> None:
         w = self.logits(x, c, aux)
         _weights_(w, lse, g, floor, diag)
-        _acc_w_c(gx, w, c, 1.0 / self.tau)
+        _acc_w_c(gx, w, _padded(c) if padded is None else padded, 1.0 / self.tau)
         if gc is not None:
             _acc_wT_x(gc, w, x, 1.0 / self.tau)
 
@@ -189,7 +200,7 @@ class PowerKernel:
             s = _abs_pow(x.unsqueeze(2) - aux.unsqueeze(0), self.p).sum(dim=1)
         return self._finish_(s)
 
-    def backward_block(self, x, c, aux, lse, g, floor, diag, gx, gc) -> None:
+    def backward_block(self, x, c, aux, lse, g, floor, diag, gx, gc, padded=None) -> None:
         s = torch.cdist(x, c, p=1.0) if self.p == 1.0 else None  # as in the forward
         ws = self._block_weights(x.unsqueeze(2) - aux.unsqueeze(0), 1, lse, g, floor, diag, s)
         gx.add_(ws.sum(dim=2))
@@ -211,6 +222,8 @@ class SqL2Kernel(PowerKernel):
 
     Per-anchor negatives (a block as large as the given negatives) use exact differences."""
 
+    pads_candidates = True
+
     def __init__(self, tau: float) -> None:
         super().__init__(2.0, 2.0, tau)
 
@@ -225,12 +238,12 @@ class SqL2Kernel(PowerKernel):
         sq.add_(x.pow(2).sum(dim=-1, keepdim=True)).clamp_min_(0.0)
         return sq.mul_(-1.0 / self.tau)
 
-    def backward_block(self, x, c, aux, lse, g, floor, diag, gx, gc) -> None:
+    def backward_block(self, x, c, aux, lse, g, floor, diag, gx, gc, padded=None) -> None:
         # ∂s/∂a_i = −2(a_i − c_j)/τ, ∂s/∂c_j = −2(c_j − a_i)/τ.
         w = self.logits(x, c, aux)
         _weights_(w, lse, g, floor, diag)
         k = 2.0 / self.tau
-        _acc_w_c(gx, w, c, k)
+        _acc_w_c(gx, w, _padded(c) if padded is None else padded, k)
         gx.addcmul_(w.sum(dim=1, keepdim=True), x, value=-k)
         if gc is not None:
             _acc_wT_x(gc, w, x, k)
@@ -319,14 +332,17 @@ def _backward(kernel, a, b, neg, extras, lse, g, cross, same, rows, floor, need)
     blocks = []
     for name, t, diag in _blocks(a, b, neg, cross, same):
         target = {"a": ga if need_a else None, "b": gb, "neg": gneg}[name]
-        blocks.append((t, kernel.prepare(t), diag, target))
+        padded = _padded(t) if getattr(kernel, "pads_candidates", False) else None
+        blocks.append((t, kernel.prepare(t), diag, target, padded))
     rows = _rows(kernel, a, b, neg, cross, same, rows)
     g_ex = (extras - lse.unsqueeze(1)).exp_().mul_(g.unsqueeze(1)) if need_ex else None
     for r0 in range(0, a.shape[0], rows):
         x = a[r0 : r0 + rows]
         lr, gr, gx = lse[r0 : r0 + rows], g[r0 : r0 + rows], ga[r0 : r0 + rows]
-        for t, aux, diag, target in blocks:
-            kernel.backward_block(x, t, aux, lr, gr, floor, r0 if diag else None, gx, target)
+        for t, aux, diag, target, padded in blocks:
+            kernel.backward_block(
+                x, t, aux, lr, gr, floor, r0 if diag else None, gx, target, padded=padded
+            )
         if per_anchor is not None:
             kernel.backward_per_anchor(
                 x, per_anchor[r0 : r0 + rows], lr, gr, floor, gx,
