@@ -124,6 +124,16 @@ def test_in_batch_matches_unfused_and_loop(kind, pq, b, n, rows, kw):
         assert loss == pytest.approx(_loop_loss(sim, h, hp, **_ref_kwargs(kw)), rel=1e-10)
 
 
+@pytest.mark.parametrize("n", [15, 16, 63, 64])
+@pytest.mark.parametrize("kind,pq", [("dot", None), ("lp", (2.0, 2.0))])
+def test_feature_widths_either_side_of_the_thin_product_thresholds(kind, pq, n):
+    """The matmul kernels' backward pads features below 16 and reshapes ``wᵀ @ x`` below 64;
+    both sides of each threshold match the unfused loss (loss and gradients, both views)."""
+    h, hp = _feats(40, n, 16, kind == "dot"), _feats(40, n, 17, kind == "dot")
+    for rows in (None, 7):
+        _check_against_unfused(kind, pq, 0.8, rows, h, hp, symmetric=True)
+
+
 @pytest.mark.parametrize("shared", [True, False])
 @pytest.mark.parametrize("symmetric", [False, True])
 @pytest.mark.parametrize("b,rows", [(1, None), (7, 3), (64, None), (64, 5)])

@@ -56,7 +56,7 @@ def _abs_pow(d: torch.Tensor, p: float) -> torch.Tensor:
 #: ``_PAD`` features ``w @ c`` is formed against ``c`` zero-padded to ``_PAD`` columns (the zeros
 #: change no sum); below ``_THIN`` features ``wᵀ @ x`` is formed as ``(xᵀ @ w)ᵀ``, a short wide
 #: product instead of a transposed thin one. Measured per ``(256, 1024)`` block at one thread:
-#: n = 10, 136 vs 424 µs and 120 vs 788 µs (``benchmarks/thin_products.py``).
+#: n = 10, 126 vs 375 µs and 118 vs 825 µs (``benchmarks/thin_products.py``, docs/performance.md).
 _PAD = 16
 _THIN = 64
 
@@ -99,8 +99,6 @@ def _weights_(x: torch.Tensor, lse: torch.Tensor, g: torch.Tensor, floor: float,
 class DotKernel:
     """``s(a, c) = aᵀc / τ``."""
 
-    pads_candidates = True  # its backward takes ``_padded(c)``, formed once per pass
-
     def __init__(self, tau: float) -> None:
         self.tau = tau
 
@@ -116,10 +114,14 @@ class DotKernel:
     def logits(self, x, c, aux):
         return torch.mm(x, c.T).div_(self.tau)
 
-    def backward_block(self, x, c, aux, lse, g, floor, diag, gx, gc, padded=None) -> None:
+    def backward_aux(self, c: torch.Tensor) -> torch.Tensor:
+        """What :meth:`backward_block` takes besides ``c``, formed once per backward pass."""
+        return _padded(c)
+
+    def backward_block(self, x, c, aux, lse, g, floor, diag, gx, gc, padded) -> None:
         w = self.logits(x, c, aux)
         _weights_(w, lse, g, floor, diag)
-        _acc_w_c(gx, w, _padded(c) if padded is None else padded, 1.0 / self.tau)
+        _acc_w_c(gx, w, padded, 1.0 / self.tau)
         if gc is not None:
             _acc_wT_x(gc, w, x, 1.0 / self.tau)
 
@@ -200,7 +202,10 @@ class PowerKernel:
             s = _abs_pow(x.unsqueeze(2) - aux.unsqueeze(0), self.p).sum(dim=1)
         return self._finish_(s)
 
-    def backward_block(self, x, c, aux, lse, g, floor, diag, gx, gc, padded=None) -> None:
+    def backward_aux(self, c: torch.Tensor) -> None:
+        return None
+
+    def backward_block(self, x, c, aux, lse, g, floor, diag, gx, gc, bwd_aux) -> None:
         s = torch.cdist(x, c, p=1.0) if self.p == 1.0 else None  # as in the forward
         ws = self._block_weights(x.unsqueeze(2) - aux.unsqueeze(0), 1, lse, g, floor, diag, s)
         gx.add_(ws.sum(dim=2))
@@ -222,8 +227,6 @@ class SqL2Kernel(PowerKernel):
 
     Per-anchor negatives (a block as large as the given negatives) use exact differences."""
 
-    pads_candidates = True
-
     def __init__(self, tau: float) -> None:
         super().__init__(2.0, 2.0, tau)
 
@@ -238,12 +241,15 @@ class SqL2Kernel(PowerKernel):
         sq.add_(x.pow(2).sum(dim=-1, keepdim=True)).clamp_min_(0.0)
         return sq.mul_(-1.0 / self.tau)
 
-    def backward_block(self, x, c, aux, lse, g, floor, diag, gx, gc, padded=None) -> None:
+    def backward_aux(self, c: torch.Tensor) -> torch.Tensor:
+        return _padded(c)
+
+    def backward_block(self, x, c, aux, lse, g, floor, diag, gx, gc, padded) -> None:
         # ∂s/∂a_i = −2(a_i − c_j)/τ, ∂s/∂c_j = −2(c_j − a_i)/τ.
         w = self.logits(x, c, aux)
         _weights_(w, lse, g, floor, diag)
         k = 2.0 / self.tau
-        _acc_w_c(gx, w, _padded(c) if padded is None else padded, k)
+        _acc_w_c(gx, w, padded, k)
         gx.addcmul_(w.sum(dim=1, keepdim=True), x, value=-k)
         if gc is not None:
             _acc_wT_x(gc, w, x, k)
@@ -332,16 +338,15 @@ def _backward(kernel, a, b, neg, extras, lse, g, cross, same, rows, floor, need)
     blocks = []
     for name, t, diag in _blocks(a, b, neg, cross, same):
         target = {"a": ga if need_a else None, "b": gb, "neg": gneg}[name]
-        padded = _padded(t) if getattr(kernel, "pads_candidates", False) else None
-        blocks.append((t, kernel.prepare(t), diag, target, padded))
+        blocks.append((t, kernel.prepare(t), diag, target, kernel.backward_aux(t)))
     rows = _rows(kernel, a, b, neg, cross, same, rows)
     g_ex = (extras - lse.unsqueeze(1)).exp_().mul_(g.unsqueeze(1)) if need_ex else None
     for r0 in range(0, a.shape[0], rows):
         x = a[r0 : r0 + rows]
         lr, gr, gx = lse[r0 : r0 + rows], g[r0 : r0 + rows], ga[r0 : r0 + rows]
-        for t, aux, diag, target, padded in blocks:
+        for t, aux, diag, target, bwd_aux in blocks:
             kernel.backward_block(
-                x, t, aux, lr, gr, floor, r0 if diag else None, gx, target, padded=padded
+                x, t, aux, lr, gr, floor, r0 if diag else None, gx, target, bwd_aux
             )
         if per_anchor is not None:
             kernel.backward_per_anchor(
