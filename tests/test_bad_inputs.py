@@ -62,6 +62,9 @@ SETTING_CASES = {
     "temperature warm-up without its start": lambda t: _yaml(
         t, GOOD + "objective: {kind: infonce, tau_warmup: 0.5}\n"
     ),
+    "fewer outputs than latents": lambda t: _yaml(
+        t, _edit("hidden: [4, 4]", "hidden: [4, 4], out_dim: 2")
+    ),
     "warm-up on features of free scale": lambda t: _yaml(
         t,
         _edit(

@@ -69,6 +69,36 @@ def test_infonce_needs_sphere_model():
         Setting.from_dict(data)
 
 
+def test_out_dim_widens_the_representation_and_is_checked():
+    import torch
+
+    from unmix.experiment import Experiment
+    from unmix.metrics.mcc import mcc
+
+    data = base(dim=3)
+    data["model"] = {"hidden": [4], "out_dim": 7}
+    s = Setting.from_dict(data)
+    assert s.out_dim == 7 and Setting.from_dict(base(dim=3)).out_dim == 3
+    exp = Experiment.build(s)
+    x = exp.mixing(exp.process.sample(64, torch.Generator().manual_seed(0)))
+    z_hat = exp.encoder(x)
+    assert z_hat.shape == (64, 7)  # sphere head on 7 dims
+    assert torch.allclose(z_hat.norm(dim=1), torch.ones(64), atol=1e-5)
+    # the surplus is unmatched: 3 true dims among 7 recovered ones
+    z = torch.randn(200, 3)
+    wide = torch.cat([torch.randn(200, 2), z[:, [2]], torch.randn(200, 2), z[:, :2]], 1)
+    r = mcc(z, wide)
+    assert float(r) == pytest.approx(1.0) and list(r.permutation) == [5, 6, 2]
+    data["model"]["out_dim"] = 2
+    with pytest.raises(ConfigError, match="model.out_dim 2 is below latent.dim 3"):
+        Setting.from_dict(data)
+    sup = base(dim=3)
+    sup["model"] = {"hidden": [4], "out_dim": 4, "space": "unbounded"}
+    sup["objective"] = {"kind": "supervised"}
+    with pytest.raises(ConfigError, match="remove model.out_dim"):
+        Setting.from_dict(sup)
+
+
 def test_replace_validates_and_rejects_unknown_fields():
     s = presets.get("zimmermann-table1-row1").setting
     assert s.replace(**{"train.steps": 7}).train.steps == 7

@@ -83,7 +83,7 @@ class Experiment:
             setting.model,
             sd.train_stream(s, "init"),
             in_dim=lat.dim,
-            out_dim=lat.dim,
+            out_dim=setting.out_dim,
             image_shape=shape,
             mixing=mixing,
             latent=lat,

@@ -378,6 +378,12 @@ class Setting(_Strict):
         return out
 
     @property
+    def out_dim(self) -> int:
+        """Dimensions of the representation ẑ: ``model.out_dim`` where the model kind has it and
+        it is set, else ``latent.dim``."""
+        return getattr(self.model, "out_dim", None) or self.latent.dim
+
+    @property
     def observes_images(self) -> bool:
         """True when x is an image: a renderer mixing or a data set."""
         return self.is_renderer or self.data is not None
@@ -468,6 +474,17 @@ class Setting(_Strict):
                 f"model.vae.decoder: ground_truth needs a mixing with an exact inverse and "
                 f"Jacobian, one of {sorted(INVERTIBLE_SQUARE)}; got mixing.kind "
                 f"{self.mixing.kind}"
+            )
+        if self.out_dim < self.latent.dim:
+            raise ValueError(
+                f"model.out_dim {self.out_dim} is below latent.dim {self.latent.dim}: the metrics "
+                "match every latent to its own dimension of ẑ, so set out_dim ≥ latent.dim (or "
+                "remove it)"
+            )
+        if self.out_dim != self.latent.dim and self.objective.kind == "supervised":
+            raise ValueError(
+                f"objective 'supervised' regresses ẑ onto the {self.latent.dim} latents: remove "
+                f"model.out_dim (got {self.out_dim})"
             )
         augment = self.data is not None and self.data.positives in ("augment", "next_frame")
         # registered with needs_pairs=False: trains on anchors alone (supervised, the ELBO)

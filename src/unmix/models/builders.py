@@ -36,6 +36,12 @@ class MLPModelSpec(SpecBase):
     negative_slope: Annotated[float, Field(ge=0, le=1)] = 0.01
     radius: Annotated[float, Field(gt=0, le=1e6)] = 1.0
     learn_radius: bool = False
+    out_dim: Annotated[int, Field(ge=1, le=100_000)] | None = Field(
+        default=None,
+        description="Dimensions of the representation ẑ; default latent.dim. More than the "
+        "latents (e.g. Table 3's 10 codes for 3 factors, as the authors' loaders) leaves the "
+        "surplus unmatched by MCC.",
+    )
     standardize_input: bool = Field(
         default=False,
         description="Standardise x per dimension with a fixed mean/std taken from 4096 draws of "

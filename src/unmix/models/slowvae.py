@@ -35,6 +35,10 @@ class SlowVAEModelSpec(SpecBase):
     likelihood: Literal["bernoulli", "gaussian"] = "bernoulli"
     rate: Annotated[float, Field(gt=0, le=1e4)] = 6.0
     learn_rate: bool = False
+    out_dim: Annotated[int, Field(ge=1, le=100_000)] | None = Field(
+        default=None,
+        description="Dimensions of the code z; default latent.dim (Klindt et al.'s loaders: 10).",
+    )
 
 
 class SlowVAE(nn.Module):
