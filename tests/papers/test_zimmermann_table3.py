@@ -16,7 +16,9 @@ def test_presets_carry_the_papers_values():
     assert sv.setting.model.kind == "slowvae" and sv.setting.data.max_delta_t == 1
     lb = p["zimmermann-table3-dt0.15-laplace-box"]
     assert lb.paper["unsupervised"] == (80.9, 3.8) and lb.setting.data.max_delta_t == 5
-    assert lb.setting.objective.p == 1.0 and lb.setting.model.space == "box"
+    assert lb.setting.objective.p == 1.0 and lb.setting.model.space == "box_sigmoid"
+    # the authors' loaders: 10 code dimensions for the 3 factors, in every row
+    assert {x.setting.out_dim for x in presets} == {10} and sv.setting.latent.dim == 3
     assert lb.setting.train.batch_size == 64 and lb.setting.train.steps == 300_000
 
 

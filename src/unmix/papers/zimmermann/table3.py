@@ -18,7 +18,8 @@ Gaps: Δt̄ = 0.05 s → ``max_delta_t = 1``, 0.15 s → ``max_delta_t = 5`` (un
 Models (paper 000: "the same training hyperparameters and (encoder) architecture as Klindt et
 al."): the conv encoder of SlowVAE (:class:`~unmix.models.conv.ConvBackbone`, then one linear
 layer, ``hidden: []``); contrastive rows use ``lp_infonce`` with p = 1 (Laplace) or p = 2
-(Normal), τ = 1, and the model space box (L∞ normalisation) or unbounded; SlowVAE uses
+(Normal), τ = 1, and the model space box (:data:`BOX_HEAD`, the authors' KITTI head
+sigmoid(·)·b) or unbounded; SlowVAE uses
 β = 1, γ = 10, λ = 6 (:mod:`unmix.objectives.slowvae`). Every model outputs :data:`CODE_DIM` = 10
 dimensions for the 3 latents (``model.out_dim``, the authors' ``--z-dim`` default). Score: MCC with
 Spearman correlations (Appx A.3) of each latent with its matched code dimension, on the held-out
@@ -76,6 +77,13 @@ CODE_DIM = 10
 3 factors of KITTI Masks (x, y, area). MCC matches each factor to its own code dimension and leaves
 7 unmatched, as the authors' metric does (it pads the factors with 7 noise rows before matching)."""
 
+BOX_HEAD = "box_sigmoid"
+"""The box model's head in Table 3: sigmoid(·)·b with a learnable b per dimension (initialised at 1),
+the head of the authors' KITTI code (cl-ica ``kitti_masks/model.py``, ``SoftclipLayer`` under
+``--box-norm``). The L∞ normalisation of Sec. 4.1 (``space: box``) puts every code on the cube's
+surface; with 10 code dimensions for 3 latents it scored 53–54 % MCC at Δt̄ = 0.05 s (3 seeds,
+``--budget quick``), against 72 % with 3 dimensions."""
+
 METRICS = ("mcc_spearman", "mcc", "r2", "factors")
 
 SMOKE: dict[str, Any] = {
@@ -119,7 +127,8 @@ def _setting(dt: float, model: str, space: str) -> Setting:
         mod: dict[str, Any] = {"kind": "slowvae", "out_dim": CODE_DIM}
         obj: dict[str, Any] = {"kind": "slowvae", "beta": 1.0, "gamma": 10.0}
     else:
-        mod = {"kind": "mlp", "backbone": "conv", "hidden": [], "space": space, "out_dim": CODE_DIM}
+        head = BOX_HEAD if space == "box" else space
+        mod = {"kind": "mlp", "backbone": "conv", "hidden": [], "space": head, "out_dim": CODE_DIM}
         obj = {"kind": "lp_infonce", "p": 1.0 if model == "laplace" else 2.0, "tau": 1.0}
     return Setting.from_dict(
         {
