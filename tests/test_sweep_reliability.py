@@ -176,3 +176,25 @@ def test_a_finished_run_of_another_setting_is_kept_aside_and_retrained(tmp_path)
     assert not fresh.skipped and fresh.summary["steps"] == first.train.steps + 2
     (kept,) = list(tmp_path.glob("run.stale-*"))
     assert json.loads((kept / runs.SUMMARY).read_text())["steps"] == first.train.steps
+
+
+def test_an_unfinished_run_of_another_setting_is_kept_aside_not_refused(tmp_path):
+    """A sweep cut short leaves a checkpoint; if the recipe then changes a field other than
+    ``train.*`` the checkpoint cannot resume, so the run is renamed ``<run>.stale-<time>`` and
+    trained afresh (not reported as a failed resume). A change of ``train.*`` alone resumes it."""
+    run_dir = tmp_path / "run"
+    first = sweep_jobs.tiny()
+    run_jobs([Job(first, run_dir)], workers=1)
+    (run_dir / runs.SUMMARY).unlink()  # as if cut short after its last checkpoint
+    assert not runs.is_finished(run_dir)
+    longer = first.replace(**{"train.steps": first.train.steps + 2})
+    (resumed,) = run_jobs([Job(longer, run_dir)], workers=1)
+    assert resumed.error is None and resumed.summary["resumed_from_step"] == first.train.steps
+    assert not list(tmp_path.glob("run.stale-*"))
+    (run_dir / runs.SUMMARY).unlink()
+    wider = longer.replace(**{"model.hidden": [6]})
+    with pytest.warns(UserWarning, match=r"trained with another setting \(model.hidden\)"):
+        (fresh,) = run_jobs([Job(wider, run_dir)], workers=1)
+    assert fresh.error is None and fresh.summary["resumed_from_step"] is None
+    (kept,) = list(tmp_path.glob("run.stale-*"))
+    assert (kept / runs.CHECKPOINT).exists()

@@ -204,6 +204,26 @@ def _move_stale(job: Job, fields: list[str]) -> None:
     )
 
 
+def _set_aside_if_stale(job: Job) -> None:
+    """Move a run of another setting out of the job's way (:func:`_move_stale`): a finished one
+    whatever changed; an unfinished one (a sweep cut short) when a field other than ``train.*``
+    changed, since its checkpoint cannot resume into the job's setting (a change of ``train.*``
+    alone resumes). A run another process holds is left alone (that job reports it locked)."""
+    if not (job.run_dir / runs.CONFIG).exists():
+        return
+    if runs.is_finished(job.run_dir):
+        stale = stale_fields(job)
+    else:
+        stale = [f for f in stale_fields(job) if not f.startswith("train.")]
+    if not stale:
+        return
+    try:
+        with runs.run_lock(job.run_dir):
+            _move_stale(job, stale)
+    except runs.RunLocked:
+        pass
+
+
 def run_jobs(
     jobs: list[Job],
     workers: int = 1,
@@ -231,9 +251,7 @@ def run_jobs(
     outcomes: dict[int, JobOutcome] = {}
     todo: list[tuple[int, Job]] = []
     for i, job in enumerate(jobs):
-        stale = stale_fields(job) if runs.is_finished(job.run_dir) else []
-        if stale:
-            _move_stale(job, stale)
+        _set_aside_if_stale(job)
         if runs.is_finished(job.run_dir):
             outcomes[i] = JobOutcome(job, runs.load_summary(job.run_dir), skipped=True)
             if on_done:
