@@ -207,14 +207,14 @@ def _move_stale(job: Job, fields: list[str]) -> None:
 def _set_aside_if_stale(job: Job) -> None:
     """Move a run of another setting out of the job's way (:func:`_move_stale`): a finished one
     whatever changed; an unfinished one (a sweep cut short) when a field other than ``train.*``
-    changed, since its checkpoint cannot resume into the job's setting (a change of ``train.*``
-    alone resumes). A run another process holds is left alone (that job reports it locked)."""
-    if not (job.run_dir / runs.CONFIG).exists():
-        return
-    if runs.is_finished(job.run_dir):
-        stale = stale_fields(job)
-    else:
-        stale = [f for f in stale_fields(job) if not f.startswith("train.")]
+    changed, since its checkpoint cannot resume into the job's setting (the resume rule,
+    :func:`unmix.train.blocks_resume`). A run another process holds is left alone (that job
+    reports it locked)."""
+    from unmix.train import blocks_resume
+
+    stale = stale_fields(job)
+    if not runs.is_finished(job.run_dir):
+        stale = [f for f in stale if blocks_resume(f)]
     if not stale:
         return
     try:

@@ -398,10 +398,16 @@ def _restore(path: Path, setting: Setting, exp: Experiment, opt, sched, gen):
     return step, elapsed, cpu, list(state["history"]), changed
 
 
+def blocks_resume(field: str) -> bool:
+    """Whether a change of this dotted setting field stops a checkpoint from resuming: every
+    field but ``name`` and ``train.*`` (the schedule continues with new ``train.*`` values)."""
+    return field != "name" and not field.startswith("train.")
+
+
 def _resume_changes(old: Setting, new: Setting, path: Path) -> dict[str, list[Any]]:
     a, b = old.to_dict(), new.to_dict()
     fields = [k for k in changed_fields(a, b) if k != "name"]
-    others = [k for k in fields if not k.startswith("train.")]
+    others = [k for k in fields if blocks_resume(k)]
     if others:
         raise CheckpointError(
             f"{path} was written for a different setting ({', '.join(others)} changed); only "
