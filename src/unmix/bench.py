@@ -16,6 +16,7 @@ import torch
 from unmix.devices import resolve_device
 from unmix.errors import ConfigError
 from unmix.experiment import Experiment
+from unmix.models.linear import cpu_gemm, onednn_available
 from unmix.objectives.base import Contrastive
 from unmix.settings import Setting
 
@@ -39,6 +40,8 @@ class BenchResult:
     peak_rss_mb: float = float("nan")
     gflops: float = float("nan")
     gemm_peak_gflops: float = float("nan")
+    cpu_gemm: str = "blas"
+    gemm_peaks: dict[str, float] | None = None
 
     @property
     def steps_per_second(self) -> float:
@@ -68,16 +71,31 @@ def peak_rss_mb() -> float:
 
 
 def gemm_peak_gflops(
-    device: torch.device, dtype: torch.dtype = torch.float32, n: int = 2048, repeats: int = 5
+    device: torch.device,
+    dtype: torch.dtype = torch.float32,
+    n: int = 2048,
+    repeats: int = 5,
+    library: str = "best",
 ) -> float:
-    """Best-of-``repeats`` GFLOP/s of an n×n matmul on ``device`` in ``dtype`` (2n³ flops)."""
+    """Best-of-``repeats`` GFLOP/s of an n×n matmul on ``device`` in ``dtype`` (2n³ flops).
+
+    On CPU in float32, ``library`` picks PyTorch's BLAS (``"blas"``), oneDNN (``"onednn"``, the
+    library :class:`unmix.models.linear.Linear` uses) or the faster of the two (``"best"``, the
+    machine's peak as far as this process can reach it)."""
+    if device.type == "cpu" and dtype == torch.float32 and library == "best":
+        libs = ["blas"] + (["onednn"] if onednn_available() else [])
+        return max(gemm_peak_gflops(device, dtype, n, repeats, lib) for lib in libs)
     a = torch.randn(n, n, device=device).to(dtype)
     b = torch.randn(n, n, device=device).to(dtype)
+    use_dnn = library == "onednn" and device.type == "cpu" and dtype == torch.float32
     best = float("inf")
     for _ in range(repeats + 1):
         _sync(device)
         t0 = time.perf_counter()
-        a @ b
+        if use_dnn:
+            torch.ops.mkldnn._linear_pointwise(a, b, None, "none", [], "")
+        else:
+            a @ b
         _sync(device)
         best = min(best, time.perf_counter() - t0)
     return 2 * n**3 / best / 1e9
@@ -126,49 +144,56 @@ def bench_steps(
     precision = precision or setting.train.precision
     if precision not in ("fp32", "bf16"):
         raise ConfigError(f"--precision must be fp32 or bf16, got {precision!r}.")
-    exp = Experiment.build(setting, device)
-    autocast = torch.autocast(exp.device.type, dtype=torch.bfloat16, enabled=precision == "bf16")
-    trainable = [p for p in exp.encoder.parameters() if p.requires_grad]
-    # A model with nothing to train (``model.kind: identity``, the papers' Identity column) is
-    # timed for sampling, forward and loss only, as the trainer does with it.
-    opt = torch.optim.Adam(trainable, lr=1e-4) if trainable else None
-    gen = exp.stream_generator("train/batches")
-    dev = exp.device
-    obj = exp.objective
-    split = isinstance(obj, Contrastive) and not obj.n_negatives
-    times: dict[str, list[float]] = {"sample": [], "forward": [], "loss": [], "backward": []}
-    for i in range(warmup + steps):
-        _sync(dev)
-        t0 = time.perf_counter()
-        batch = exp.batch(batch_size, gen)  # latents + mixing (or images read from disk)
-        _sync(dev)
-        t1 = time.perf_counter()
-        if split:  # time the encoder and the loss apart
-            with autocast:
-                h = exp.encoder(torch.cat([batch.x, batch.x_pos]))
-            h, h_pos = h.float().split(batch_size)
+    with cpu_gemm(setting.train.cpu_gemm) as lib:
+        exp = Experiment.build(setting, device)
+        autocast = torch.autocast(
+            exp.device.type, dtype=torch.bfloat16, enabled=precision == "bf16"
+        )
+        trainable = [p for p in exp.encoder.parameters() if p.requires_grad]
+        # A model with nothing to train (``model.kind: identity``, the papers' Identity column) is
+        # timed for sampling, forward and loss only, as the trainer does with it.
+        opt = torch.optim.Adam(trainable, lr=1e-4) if trainable else None
+        gen = exp.stream_generator("train/batches")
+        dev = exp.device
+        obj = exp.objective
+        split = isinstance(obj, Contrastive) and not obj.n_negatives
+        times: dict[str, list[float]] = {"sample": [], "forward": [], "loss": [], "backward": []}
+        for i in range(warmup + steps):
             _sync(dev)
-            t2 = time.perf_counter()
-            loss = obj.loss(h, h_pos)
-        else:
-            t2 = t1
-            with autocast:
-                loss = obj(exp.encoder, batch)
-        _sync(dev)
-        t3 = time.perf_counter()
-        if opt is not None:
-            opt.zero_grad()
-            loss.backward()
-            opt.step()
-        _sync(dev)
-        t4 = time.perf_counter()
-        if i >= warmup:
-            for key, dt in zip(times, (t1 - t0, t2 - t1, t3 - t2, t4 - t3), strict=True):
-                times[key].append(dt)
-    stages = {k: statistics.median(v) for k, v in times.items()}
-    m = int(getattr(obj, "n_negatives", 0))
-    rows = 2 * batch_size + (m if getattr(obj, "shared_negatives", False) else batch_size * m)
+            t0 = time.perf_counter()
+            batch = exp.batch(batch_size, gen)  # latents + mixing (or images read from disk)
+            _sync(dev)
+            t1 = time.perf_counter()
+            if split:  # time the encoder and the loss apart
+                with autocast:
+                    h = exp.encoder(torch.cat([batch.x, batch.x_pos]))
+                h, h_pos = h.float().split(batch_size)
+                _sync(dev)
+                t2 = time.perf_counter()
+                loss = obj.loss(h, h_pos)
+            else:
+                t2 = t1
+                with autocast:
+                    loss = obj(exp.encoder, batch)
+            _sync(dev)
+            t3 = time.perf_counter()
+            if opt is not None:
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+            _sync(dev)
+            t4 = time.perf_counter()
+            if i >= warmup:
+                for key, dt in zip(times, (t1 - t0, t2 - t1, t3 - t2, t4 - t3), strict=True):
+                    times[key].append(dt)
+        stages = {k: statistics.median(v) for k, v in times.items()}
+        m = int(getattr(obj, "n_negatives", 0))
+        rows = 2 * batch_size + (m if getattr(obj, "shared_negatives", False) else batch_size * m)
     peak_dtype = torch.bfloat16 if precision == "bf16" else torch.float32
+    peaks = None
+    if dev.type == "cpu" and peak_dtype == torch.float32:
+        libs = ["blas"] + (["onednn"] if onednn_available() else [])
+        peaks = {name: gemm_peak_gflops(dev, peak_dtype, library=name) for name in libs}
     return BenchResult(
         setting.name,
         batch_size,
@@ -179,5 +204,7 @@ def bench_steps(
         precision,
         peak_rss_mb(),
         matmul_gflop(exp.encoder, rows),
-        gemm_peak_gflops(dev, peak_dtype),
+        max(peaks.values()) if peaks else gemm_peak_gflops(dev, peak_dtype),
+        lib if dev.type == "cpu" and precision == "fp32" else "-",
+        peaks,
     )

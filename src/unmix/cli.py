@@ -526,7 +526,8 @@ def bench(
 
     Prints the step's matmul GFLOP beside the GEMM peak measured in the same run (--json: one
     object with seconds_per_step, stages, threads, device, precision, peak_rss_mb, gflops,
-    gemm_peak_gflops)."""
+    gemm_peak_gflops, cpu_gemm and gemm_peaks). On CPU the GEMM peak is the faster of PyTorch's
+    BLAS and oneDNN, each measured; `train.cpu_gemm=blas` times the step on the BLAS."""
     import torch
 
     from unmix.bench import bench_steps
@@ -546,10 +547,17 @@ def bench(
         return
     stages = ", ".join(f"{k} {v:.3f}" for k, v in r.stages.items())
     console.print(
-        f"{r.setting}: batch {r.batch_size} on {r.device} ({r.threads} threads, {r.precision}): "
+        f"{r.setting}: batch {r.batch_size} on {r.device} ({r.threads} threads, {r.precision}, "
+        f"linear layers on {r.cpu_gemm}): "
         f"{r.seconds_per_step:.3f} s/step = {r.steps_per_second:.2f} steps/s [{stages} s]; "
         f"{r.gflops:.1f} GFLOP of matmuls per step = {100 * r.fraction_of_peak:.0f} % of the "
-        f"measured GEMM peak ({r.gemm_peak_gflops:.0f} GFLOP/s); peak RSS {r.peak_rss_mb:.0f} MB",
+        f"measured GEMM peak ({r.gemm_peak_gflops:.0f} GFLOP/s"
+        + (
+            " = best of " + ", ".join(f"{k} {v:.0f}" for k, v in r.gemm_peaks.items())
+            if r.gemm_peaks
+            else ""
+        )
+        + f"); peak RSS {r.peak_rss_mb:.0f} MB",
         markup=False,
         highlight=False,
     )

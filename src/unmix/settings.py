@@ -340,6 +340,12 @@ class TrainSpec(_Strict):
         description="bf16: the model's forward runs under bfloat16 autocast (CPU or GPU); the "
         "loss, its gradient's finiteness check and every metric stay in float32",
     )
+    cpu_gemm: Literal["auto", "onednn", "blas"] = Field(
+        default="auto",
+        description="the library of the models' float32 linear layers on CPU: oneDNN (auto, "
+        "where PyTorch has it) or PyTorch's BLAS; same results to float32 rounding "
+        "(unmix.models.linear)",
+    )
 
 
 class Seeds(_Strict):

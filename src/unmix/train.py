@@ -23,6 +23,7 @@ from unmix import plugins, runs, seeds
 from unmix.devices import resolve_device
 from unmix.errors import CheckpointError, ConfigError, TrainingError
 from unmix.experiment import Experiment
+from unmix.models.linear import cpu_gemm
 from unmix.settings import Setting, TrainSpec, changed_fields, flat_fields
 from unmix.tracking import Callback
 
@@ -86,18 +87,19 @@ def train(
     threads_before = torch.get_num_threads()
     torch.set_num_threads(setting.train.threads)
     try:
-        if out_dir is None:
-            if tensorboard:
-                raise ConfigError("--tensorboard writes into the run directory: give --out")
-            return _train(setting, None, device, resume, progress, hooks, provenance)
-        run_dir = _prepare_run_dir(Path(out_dir))
-        with runs.run_lock(run_dir):  # a second process on this directory is refused
-            runs.clean_temp_files(run_dir)  # left by a write that was killed
-            if tensorboard:
-                from unmix.tracking import TensorBoard
+        with cpu_gemm(setting.train.cpu_gemm):  # the encoder's CPU products (oneDNN / BLAS)
+            if out_dir is None:
+                if tensorboard:
+                    raise ConfigError("--tensorboard writes into the run directory: give --out")
+                return _train(setting, None, device, resume, progress, hooks, provenance)
+            run_dir = _prepare_run_dir(Path(out_dir))
+            with runs.run_lock(run_dir):  # a second process on this directory is refused
+                runs.clean_temp_files(run_dir)  # left by a write that was killed
+                if tensorboard:
+                    from unmix.tracking import TensorBoard
 
-                hooks.append(TensorBoard(run_dir / "tensorboard"))
-            return _train(setting, run_dir, device, resume, progress, hooks, provenance)
+                    hooks.append(TensorBoard(run_dir / "tensorboard"))
+                return _train(setting, run_dir, device, resume, progress, hooks, provenance)
     finally:
         torch.set_num_threads(threads_before)
 

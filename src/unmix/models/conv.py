@@ -27,6 +27,7 @@ from torch import nn
 
 from unmix.errors import ConfigError
 from unmix.models.heads import make_head
+from unmix.models.linear import Linear
 
 __all__ = ["ConvBackbone", "ConvDecoder", "ImageEncoder"]
 
@@ -105,7 +106,7 @@ class ConvBackbone(nn.Module):
             prev = c
         layers += [
             nn.Flatten(),
-            nn.Linear(prev * side * side, self.feature_dim),
+            Linear(prev * side * side, self.feature_dim),
             nn.LeakyReLU(negative_slope),
         ]
         self.net = nn.Sequential(*layers)
@@ -150,13 +151,13 @@ class ImageEncoder(nn.Module):
         self.backbone = backbone
         self.feature_dim = feature_dim
         if hidden_mult == 0:
-            self.projection: nn.Module = nn.Linear(feature_dim, self.out_dim)
+            self.projection: nn.Module = Linear(feature_dim, self.out_dim)
         else:
             width = hidden_mult * self.out_dim
             self.projection = nn.Sequential(
-                nn.Linear(feature_dim, width),
+                Linear(feature_dim, width),
                 nn.LeakyReLU(negative_slope),
-                nn.Linear(width, self.out_dim),
+                Linear(width, self.out_dim),
             )
         self.head = make_head(space, self.out_dim, radius, learn_radius)
 
@@ -186,9 +187,9 @@ class ConvDecoder(nn.Module):
         self.base_side = _base_side(self.image_size, len(chans), owner)
         self.channels = tuple(chans)
         self.fc = nn.Sequential(
-            nn.Linear(self.latent_dim, hidden),
+            Linear(self.latent_dim, hidden),
             nn.LeakyReLU(negative_slope),
-            nn.Linear(hidden, chans[0] * self.base_side**2),
+            Linear(hidden, chans[0] * self.base_side**2),
             nn.LeakyReLU(negative_slope),
         )
         stages: list[nn.Module] = []

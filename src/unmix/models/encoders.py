@@ -16,6 +16,7 @@ import torch
 from torch import nn
 
 from unmix.models.heads import make_head
+from unmix.models.linear import Linear
 
 
 class MLPEncoder(nn.Module):
@@ -35,7 +36,7 @@ class MLPEncoder(nn.Module):
         widths = [in_dim, *(h * in_dim for h in hidden), out_dim]
         layers: list[nn.Module] = []
         for i, (a, b) in enumerate(zip(widths[:-1], widths[1:], strict=True)):
-            layers.append(nn.Linear(a, b))
+            layers.append(Linear(a, b))
             if i < len(widths) - 2:
                 # in place: the backward reads the output (slope > 0), so each layer keeps one
                 # activation for the backward instead of two

@@ -21,6 +21,7 @@ from pydantic import Field
 from torch import nn
 
 from unmix.errors import ConfigError
+from unmix.models.linear import Linear
 from unmix.registry import SpecBase, register_model
 
 __all__ = ["SlowVAE", "SlowVAEModelSpec"]
@@ -61,7 +62,7 @@ class SlowVAE(nn.Module):
         self.dim = int(dim)
         self.likelihood = likelihood
         self.backbone = ConvBackbone(in_channels=channels, image_size=height)
-        self.to_posterior = nn.Linear(self.backbone.feature_dim, 2 * self.dim)
+        self.to_posterior = Linear(self.backbone.feature_dim, 2 * self.dim)
         self.decoder = ConvDecoder(self.dim, out_channels=channels, image_size=height)
         log_rate = torch.tensor(math.log(rate))
         if learn_rate:

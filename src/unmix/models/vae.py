@@ -62,6 +62,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from unmix.errors import ConfigError
+from unmix.models.linear import Linear
 
 __all__ = ["GH_NODES", "VAEPrior", "GaussianVAE", "gauss_hermite_expectation", "mlp"]
 
@@ -199,7 +200,7 @@ def mlp(
     sizes = [in_dim, *widths, out_dim]
     layers: list[nn.Module] = []
     for i, (a, b) in enumerate(zip(sizes[:-1], sizes[1:], strict=True)):
-        layers.append(nn.Linear(a, b))
+        layers.append(Linear(a, b))
         if i < len(sizes) - 2:
             layers.append(nn.LeakyReLU(negative_slope))
     return nn.Sequential(*layers)

@@ -1,0 +1,151 @@
+r"""A drop-in :class:`torch.nn.Linear` whose CPU float32 products run on oneDNN.
+
+PyTorch's CPU wheels send a float32 ``nn.Linear`` to the BLAS it was built with (MKL). On CPUs
+where that BLAS takes a slow code path — measured on this project's AMD EPYC machines, where
+MKL reaches ≈ 50–100 GFLOP/s on one core and oneDNN, also bundled with PyTorch, ≈ 180 — the
+encoder's products are most of a training step. :class:`Linear` keeps ``nn.Linear``'s parameters,
+initialisation and ``state_dict`` keys; on a CPU float32 input it computes
+
+.. math:: y = x W^\top + b, \qquad
+          \frac{\partial L}{\partial x} = g W, \quad
+          \frac{\partial L}{\partial W} = g^\top x, \quad
+          \frac{\partial L}{\partial b} = \textstyle\sum_i g_i
+
+with oneDNN's matmul primitive (``torch.ops.mkldnn._linear_pointwise``) in forward and backward.
+The results equal ``nn.Linear``'s to float32 rounding, not bit for bit: a different library sums in
+a different order (``tests/models/test_linear.py`` checks values and gradients against float64).
+
+Which library runs is chosen by :func:`cpu_gemm` (a context manager; ``train.cpu_gemm`` of a
+setting): ``"auto"`` (default) uses oneDNN where PyTorch was built with it, ``"onednn"`` requires
+it, ``"blas"`` keeps PyTorch's own path. Every other case takes PyTorch's path too: CUDA, dtypes
+other than float32, bf16 autocast (which already runs on oneDNN), and inside ``torch.func``
+transforms (``vmap``/``jacrev``, as :mod:`unmix.metrics.c_ima` uses). The backward is once
+differentiable (no double backward through the oneDNN path).
+
+Example::
+
+    >>> import torch
+    >>> from unmix.models.linear import Linear, cpu_gemm
+    >>> layer = Linear(4, 3)
+    >>> x = torch.randn(5, 4)
+    >>> with cpu_gemm("blas"):
+    ...     y_blas = layer(x)
+    >>> torch.allclose(layer(x), y_blas, atol=1e-6)
+    True
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+from collections.abc import Iterator
+from typing import Literal
+
+import torch
+from torch import nn
+from torch.autograd.function import once_differentiable
+
+from unmix.errors import ConfigError
+
+CpuGemm = Literal["auto", "onednn", "blas"]
+CPU_GEMMS: tuple[str, ...] = ("auto", "onednn", "blas")
+
+_BACKEND: contextvars.ContextVar[str] = contextvars.ContextVar("unmix_cpu_gemm", default="auto")
+
+
+def onednn_available() -> bool:
+    """Whether this PyTorch build has oneDNN's linear primitive."""
+    return bool(torch.backends.mkldnn.is_available()) and hasattr(
+        torch.ops.mkldnn, "_linear_pointwise"
+    )
+
+
+def resolve_cpu_gemm(backend: str) -> str:
+    """``auto`` → ``onednn`` or ``blas`` on this build; ``onednn`` without it → one-line error."""
+    if backend not in CPU_GEMMS:
+        raise ConfigError(f"train.cpu_gemm must be one of {', '.join(CPU_GEMMS)}, got {backend!r}.")
+    if backend == "auto":
+        return "onednn" if onednn_available() else "blas"
+    if backend == "onednn" and not onednn_available():
+        raise ConfigError(
+            "train.cpu_gemm: onednn, but this PyTorch build has no oneDNN. "
+            "Set train.cpu_gemm=auto or blas."
+        )
+    return backend
+
+
+@contextlib.contextmanager
+def cpu_gemm(backend: str) -> Iterator[str]:
+    """Run the block's :class:`Linear` layers on ``backend`` (``auto``, ``onednn``, ``blas``);
+    yields the library chosen."""
+    chosen = resolve_cpu_gemm(backend)
+    token = _BACKEND.set(chosen)
+    try:
+        yield chosen
+    finally:
+        _BACKEND.reset(token)
+
+
+def current_cpu_gemm() -> str:
+    """The library :class:`Linear` uses for CPU float32 inputs in this context."""
+    return resolve_cpu_gemm(_BACKEND.get())
+
+
+def _mm(a: torch.Tensor, w: torch.Tensor, bias: torch.Tensor | None = None) -> torch.Tensor:
+    """a @ wᵀ (+ bias) on oneDNN; ``a`` of shape (m, k), ``w`` of shape (n, k), strided views
+    allowed."""
+    return torch.ops.mkldnn._linear_pointwise(a, w, bias, "none", [], "")
+
+
+class _OneDNNLinear(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None):
+        ctx.save_for_backward(x, weight)  # x of shape (m, k)
+        ctx.has_bias = bias is not None
+        return _mm(x, weight, bias)
+
+    @staticmethod
+    @once_differentiable
+    def backward(ctx, grad: torch.Tensor):
+        x, weight = ctx.saved_tensors
+        g = grad
+        gx = gw = gb = None
+        if ctx.needs_input_grad[0]:
+            gx = _mm(g, weight.t())  # g W
+        if ctx.needs_input_grad[1]:  # gᵀ x, the smaller of its two sides first (measured faster)
+            gw = _mm(x.t(), g.t()).t() if x.shape[1] <= g.shape[1] else _mm(g.t(), x.t())
+        if ctx.has_bias and ctx.needs_input_grad[2]:
+            gb = g.sum(0)
+        return gx, gw, gb
+
+
+def _use_onednn(x: torch.Tensor, weight: torch.Tensor) -> bool:
+    return (
+        x.device.type == "cpu"
+        and x.dtype == torch.float32
+        and weight.dtype == torch.float32
+        and x.dim() >= 1
+        and x.numel() > 0
+        and not torch.is_autocast_enabled("cpu")
+        and not torch._C._are_functorch_transforms_active()
+        and current_cpu_gemm() == "onednn"
+    )
+
+
+def linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None) -> torch.Tensor:
+    """``torch.nn.functional.linear`` with the CPU float32 products on the library of
+    :func:`cpu_gemm`."""
+    if _use_onednn(x, weight):
+        if x.dim() == 2:
+            return _OneDNNLinear.apply(x, weight, bias)
+        y = _OneDNNLinear.apply(x.reshape(-1, x.shape[-1]), weight, bias)
+        return y.reshape(*x.shape[:-1], weight.shape[0])
+    return nn.functional.linear(x, weight, bias)
+
+
+class Linear(nn.Linear):
+    """:class:`torch.nn.Linear` (same parameters, init and ``state_dict``) computed by
+    :func:`linear`."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return linear(x, self.weight, self.bias)
