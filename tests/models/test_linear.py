@@ -22,7 +22,12 @@ def _grads(layer: nn.Module, x: torch.Tensor, g: torch.Tensor):
     x = x.clone().requires_grad_(True)
     y = layer(x)
     y.backward(g)
-    return y.detach(), x.grad, layer.weight.grad, layer.bias.grad if layer.bias is not None else None
+    return (
+        y.detach(),
+        x.grad,
+        layer.weight.grad,
+        layer.bias.grad if layer.bias is not None else None,
+    )
 
 
 @needs_onednn
@@ -79,9 +84,7 @@ def test_batched_input_frozen_weight_and_strided_input():
     assert layer.weight.grad is None and layer.bias.grad is not None
     want = x.detach().double() @ layer.weight.double().t() + layer.bias.double()
     torch.testing.assert_close(y.double(), want, rtol=1e-6, atol=1e-6)
-    torch.testing.assert_close(
-        x.grad, layer.weight.sum(0).expand(3, 5, 6), rtol=1e-6, atol=1e-6
-    )
+    torch.testing.assert_close(x.grad, layer.weight.sum(0).expand(3, 5, 6), rtol=1e-6, atol=1e-6)
 
 
 @needs_onednn
