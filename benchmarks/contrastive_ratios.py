@@ -77,16 +77,15 @@ def _mib(peak: tuple[int, int]) -> str:
     return f"{peak[0] / 2**20:.0f} MiB (+{peak[1] / 2**20:.0f})"
 
 
-def gemm_peak(size: int = 2048, repeats: int = 5) -> float:
-    """Best fp32 GFLOP/s of a ``size × size`` by ``size × size`` matmul over ``repeats``."""
-    a, b = torch.randn(size, size), torch.randn(size, size)
-    a @ b  # warm-up
-    best = float("inf")
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        a @ b
-        best = min(best, time.perf_counter() - t0)
-    return 2.0 * size**3 / best / 1e9
+def gemm_peak(size: int = 2048, repeats: int = 5) -> dict[str, float]:
+    """Best fp32 GFLOP/s of a ``size × size`` by ``size × size`` matmul over ``repeats``, for
+    PyTorch's BLAS and for oneDNN (the library unmix's linear layers use on CPU)."""
+    from unmix.bench import gemm_peak_gflops
+    from unmix.models.linear import onednn_available
+
+    cpu = torch.device("cpu")
+    libs = ["blas"] + (["onednn"] if onednn_available() else [])
+    return {lib: gemm_peak_gflops(cpu, torch.float32, size, repeats, lib) for lib in libs}
 
 
 def loss_matmul_flop(kind: str, p: float | None, batch: int, n: int, arm: str) -> float:
@@ -157,12 +156,17 @@ def main() -> None:
     torch.set_num_threads(args.threads)
     batch = args.batch_size
 
-    peak = gemm_peak()
+    peaks = gemm_peak()
+    peak = max(peaks.values())
     print(
         f"batch size {batch}, torch {torch.__version__}, threads {torch.get_num_threads()}, "
         f"{args.rounds} A/B rounds after 1 warm-up step each; median s/step"
     )
-    print(f"measured fp32 GEMM peak (2048×2048 @ 2048×2048, best of 5): {peak:.1f} GFLOP/s\n")
+    each = ", ".join(f"{lib} {v:.1f}" for lib, v in peaks.items())
+    print(
+        f"measured fp32 GEMM peak (2048×2048 @ 2048×2048, best of 5): {peak:.1f} GFLOP/s "
+        f"({each}; the fractions below are of the best)\n"
+    )
 
     rows, splits = [], []
     for name in args.presets.split(","):
