@@ -8,10 +8,12 @@ with lr 1e-4). Arms alternate step by step after a warm-up step each; the median
 with each arm's peak resident memory during its steps (sampled every 2 ms; in brackets the largest
 rise during one step, i.e. what the step itself allocates), unmix's stage split
 (``unmix.bench.bench_steps``: sample, mixing + encoder forward, loss, backward + Adam), a measured
-fp32 GEMM peak and each step's matmul GFLOP as a fraction of it.
+fp32 GEMM peak (the faster of PyTorch's BLAS and oneDNN, each printed) and each step's matmul
+GFLOP as a fraction of it. unmix's linear layers run on ``--cpu-gemm`` (``train.cpu_gemm``; default
+auto = oneDNN where PyTorch has it); the reference's ``nn.Linear`` on PyTorch's own path.
 
     python benchmarks/contrastive_ratios.py [--batch-size 6144] [--threads 2] [--rounds 3]
-        [--presets zimmermann-table1-row1,...]
+        [--presets zimmermann-table1-row1,...] [--cpu-gemm auto|onednn|blas]
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from reference_step import ReferenceStep, encoder_matmul_flop
 from unmix import papers as presets
 from unmix.bench import bench_steps
 from unmix.experiment import Experiment
+from unmix.models.linear import cpu_gemm, resolve_cpu_gemm
 
 PRESETS = (
     "zimmermann-table1-row1",
@@ -101,9 +104,10 @@ def loss_matmul_flop(kind: str, p: float | None, batch: int, n: int, arm: str) -
     return 3 * one if kind == "infonce" else 0.0
 
 
-def run_preset(name: str, batch: int, rounds: int, split_steps: int):
-    """A/B timing of one preset: the table row and unmix's stage split."""
-    setting = presets.get(name).setting
+def run_preset(name: str, batch: int, rounds: int, split_steps: int, cpu: str = "auto"):
+    """A/B timing of one preset: the table row and unmix's stage split (unmix's linear layers on
+    the CPU library ``cpu``: auto, onednn or blas)."""
+    setting = presets.get(name).setting.replace(**{"train.cpu_gemm": cpu})
     obj, n = setting.objective, setting.latent.dim
     p = obj.p if obj.kind == "lp_infonce" else None
     exp = Experiment.build(setting)
@@ -152,6 +156,13 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3, help="timed A/B rounds per preset")
     parser.add_argument("--split-steps", type=int, default=2, help="timed steps of the split")
     parser.add_argument("--presets", default=",".join(PRESETS))
+    parser.add_argument(
+        "--cpu-gemm",
+        default="auto",
+        choices=("auto", "onednn", "blas"),
+        help="the library of unmix's linear layers (train.cpu_gemm); the reference step always "
+        "uses PyTorch's nn.Linear",
+    )
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     batch = args.batch_size
@@ -160,7 +171,8 @@ def main() -> None:
     peak = max(peaks.values())
     print(
         f"batch size {batch}, torch {torch.__version__}, threads {torch.get_num_threads()}, "
-        f"{args.rounds} A/B rounds after 1 warm-up step each; median s/step"
+        f"{args.rounds} A/B rounds after 1 warm-up step each; median s/step; unmix's linear "
+        f"layers on {resolve_cpu_gemm(args.cpu_gemm)}"
     )
     each = ", ".join(f"{lib} {v:.1f}" for lib, v in peaks.items())
     print(
@@ -170,7 +182,8 @@ def main() -> None:
 
     rows, splits = [], []
     for name in args.presets.split(","):
-        row, split = run_preset(name, batch, args.rounds, args.split_steps)
+        with cpu_gemm(args.cpu_gemm):
+            row, split = run_preset(name, batch, args.rounds, args.split_steps, args.cpu_gemm)
         rows.append(row)
         splits.append((name, split))
         _, _, t_ref, t_unmix, _, _ = row
