@@ -1,5 +1,7 @@
 """unmix.models.linear: the oneDNN path of Linear against float64 and against nn.Linear."""
 
+import json
+
 import pytest
 import torch
 from torch import nn
@@ -136,6 +138,8 @@ def test_train_cpu_gemm_is_a_setting_field_recorded_in_the_run(tmp_path):
     assert s.train.cpu_gemm == "blas"
     train(s, tmp_path / "run")
     assert "cpu_gemm: blas" in (tmp_path / "run" / "config.yaml").read_text()
+    manifest = json.loads((tmp_path / "run" / "manifest.json").read_text())
+    assert manifest["cpu_gemm"] == "blas"  # the library the run used
     with pytest.raises(ConfigError, match="cpu_gemm"):
         resolve("zimmermann-table1-row1", "smoke", overrides={"train.cpu_gemm": "mkl"})
 
