@@ -43,7 +43,6 @@ from typing import Any
 import torch
 
 from unmix.errors import CheckpointError
-from unmix.models.linear import current_cpu_gemm
 from unmix.safeio import first_refused_global
 
 CONFIG, MANIFEST, METRICS, SUMMARY, CHECKPOINT = (
@@ -416,8 +415,6 @@ def environment_info(device: str = "cpu") -> dict[str, Any]:
         "git_commit": git_commit(),
         "device": device,
         "torch_threads": torch.get_num_threads(),
-        # the library the CPU float32 linear layers ran on (train.cpu_gemm, "auto" resolved)
-        "cpu_gemm": current_cpu_gemm(),
     }
     if device.startswith("cuda") and torch.cuda.is_available():
         info["cuda_device"] = torch.cuda.get_device_name()

@@ -23,7 +23,7 @@ from unmix import plugins, runs, seeds
 from unmix.devices import resolve_device
 from unmix.errors import CheckpointError, ConfigError, TrainingError
 from unmix.experiment import Experiment
-from unmix.models.linear import cpu_gemm
+from unmix.models.linear import cpu_gemm, current_cpu_gemm
 from unmix.settings import Setting, TrainSpec, changed_fields, flat_fields
 from unmix.tracking import Callback
 
@@ -145,6 +145,7 @@ def _train(setting, out_dir, device, resume, progress, hooks, provenance) -> Run
     history: list[dict[str, Any]] = []
     start_step, elapsed_before, cpu_before = 0, 0.0, 0.0
     manifest = runs.environment_info(device)
+    manifest["cpu_gemm"] = current_cpu_gemm()  # the CPU linear layers' library ("auto" resolved)
     manifest.update(
         setting=setting.name,
         seeds=setting.seeds.model_dump(),
