@@ -274,3 +274,37 @@ def test_blocks_stay_bounded():
 def test_fused_is_the_default_and_can_be_switched_off():
     assert InfoNCE().fused and LpInfoNCE(p=3).fused
     assert not InfoNCE(fused=False).fused and not LpInfoNCE(fused=False).fused
+
+
+@pytest.mark.parametrize(
+    "kernel", [_chunked.DotKernel(0.5), _chunked.SqL2Kernel(0.7)], ids=["dot", "sql2"]
+)
+@pytest.mark.parametrize("cross,same", [(True, False), (False, True)])
+@pytest.mark.parametrize("rows", [None, 7])
+def test_one_pass_gradients_equal_the_recomputing_backward(kernel, cross, same, rows):
+    # one candidate set and a mean over anchors: the forward pass forms the gradients (weight 1
+    # per row) and the backward scales them; the same inputs through the recomputing backward
+    a0, b0 = _feats(45, 6, 1), _feats(45, 6, 2)
+    extras0 = _feats(45, 2, 3)
+    out = {}
+    for grads in (True, False):
+        a, b, ex = (t.clone().requires_grad_(True) for t in (a0, b0, extras0))
+        lse = _chunked._ChunkedLSE.apply(a, b, None, ex, kernel, cross, same, rows, 80.0, grads)
+        (lse.mean() * 3.0).backward()
+        out[grads] = (lse.detach(), a.grad, b.grad, ex.grad)
+    for x, y in zip(out[True], out[False], strict=True):
+        if y is None:
+            assert x is None
+        else:
+            torch.testing.assert_close(x, y, rtol=1e-12, atol=1e-12)
+    # rows of unequal weight: the recomputing backward, the same numbers as without the one pass
+    w = torch.linspace(0.5, 2.0, 45, dtype=torch.float64)
+    res = {}
+    for grads in (True, False):
+        a, b, ex = (t.clone().requires_grad_(True) for t in (a0, b0, extras0))
+        lse = _chunked._ChunkedLSE.apply(a, b, None, ex, kernel, cross, same, rows, 80.0, grads)
+        (lse * w).sum().backward()
+        res[grads] = (a.grad, b.grad, ex.grad)
+    for x, y in zip(res[True], res[False], strict=True):
+        if y is not None:
+            assert torch.equal(x, y)

@@ -20,6 +20,12 @@ logits from the saved inputs and the saved ``lse`` (softmax weights ``e^{s - lse
 accumulates the gradients of anchors, positives, negatives and extras. Autograd therefore holds
 ``O(B·n)`` (the inputs and ``lse``), never a ``B × B`` tensor.
 
+One pass (matmul kernels, one candidate set, gradients wanted): each row block's ``lse`` is final
+after its one block, so the forward pass turns the block into softmax weights at once and
+accumulates the gradients of ``Σ_i lse_i`` (``O(B·n)`` more). A backward whose incoming weights
+are equal for every anchor (a mean over anchors, the losses' case) scales those; any other
+backward recomputes as above.
+
 Terms more than ``floor`` nats below the running row maximum are clamped to ``e^{-floor}`` relative
 to it before ``exp`` (as ``_logsumexp`` of :mod:`unmix.objectives.infonce` does); their softmax
 weights in the backward are clamped the same way (at most ``e^{-floor}`` instead of their exact,
@@ -121,6 +127,11 @@ class DotKernel:
     def backward_block(self, x, c, aux, lse, g, floor, diag, gx, gc, padded) -> None:
         w = self.logits(x, c, aux)
         _weights_(w, lse, g, floor, diag)
+        self.accumulate(x, c, w, gx, gc, padded)
+
+    def accumulate(self, x, c, w, gx, gc, padded) -> None:
+        """In place: the gradients of ``Σ w ⊙ s(x, c)`` for fixed weights ``w``, added to ``gx``
+        (and ``gc``, when given)."""
         _acc_w_c(gx, w, padded, 1.0 / self.tau)
         if gc is not None:
             _acc_wT_x(gc, w, x, 1.0 / self.tau)
@@ -245,9 +256,12 @@ class SqL2Kernel(PowerKernel):
         return _padded(c)
 
     def backward_block(self, x, c, aux, lse, g, floor, diag, gx, gc, padded) -> None:
-        # ∂s/∂a_i = −2(a_i − c_j)/τ, ∂s/∂c_j = −2(c_j − a_i)/τ.
         w = self.logits(x, c, aux)
         _weights_(w, lse, g, floor, diag)
+        self.accumulate(x, c, w, gx, gc, padded)
+
+    def accumulate(self, x, c, w, gx, gc, padded) -> None:
+        """As :meth:`DotKernel.accumulate`. ∂s/∂a_i = −2(a_i − c_j)/τ, ∂s/∂c_j = −2(c_j − a_i)/τ."""
         k = 2.0 / self.tau
         _acc_w_c(gx, w, padded, k)
         gx.addcmul_(w.sum(dim=1, keepdim=True), x, value=-k)
@@ -258,10 +272,16 @@ class SqL2Kernel(PowerKernel):
 
 class _ChunkedLSE(torch.autograd.Function):
     @staticmethod
-    def forward(ctx, a, b, neg, extras, kernel, cross, same, rows, floor):  # type: ignore[override]
+    def forward(ctx, a, b, neg, extras, kernel, cross, same, rows, floor, grads):  # type: ignore[override]
         ctx.kernel, ctx.cross, ctx.same, ctx.rows, ctx.floor = kernel, cross, same, rows, floor
+        ctx.pre = None
         with torch.no_grad():
-            lse = _forward(kernel, a, b, neg, extras, cross, same, rows, floor)
+            if grads and _one_pass(kernel, a, b, neg, cross, same):
+                lse, ctx.pre = _forward_with_grads(
+                    kernel, a, b, neg, extras, cross, same, rows, floor, ctx.needs_input_grad
+                )
+            else:
+                lse = _forward(kernel, a, b, neg, extras, cross, same, rows, floor)
         ctx.save_for_backward(a, b, neg, extras, lse)
         return lse
 
@@ -269,12 +289,20 @@ class _ChunkedLSE(torch.autograd.Function):
     def backward(ctx, g):  # type: ignore[override]
         a, b, neg, extras, lse = ctx.saved_tensors
         need = ctx.needs_input_grad
+        tail = (None, None, None, None, None, None)
+        if ctx.pre is not None and bool((g == g[0]).all()):
+            # the common case, a mean over anchors: every row's weight is the same, so the
+            # gradients formed in the forward pass (for weight 1) only need scaling
+            c = g[0]
+            g_ex = (extras - lse.unsqueeze(1)).exp_().mul_(c) if need[3] else None
+            grads = tuple(None if t is None else t * c for t in ctx.pre)
+            return (*grads, g_ex, *tail)
         with torch.no_grad():
             grads = _backward(
                 ctx.kernel, a, b, neg, extras, lse, g.contiguous(), ctx.cross, ctx.same,
                 ctx.rows, ctx.floor, need,
             )  # fmt: skip
-        return (*grads, None, None, None, None, None)
+        return (*grads, *tail)
 
 
 def _blocks(a, b, neg, cross, same):
@@ -329,6 +357,52 @@ def _forward(kernel, a, b, neg, extras, cross, same, rows, floor):
     return lse
 
 
+def _one_pass(kernel, a, b, neg, cross, same) -> bool:
+    """Whether the forward pass can form the gradients too: a matmul kernel and one candidate
+    set (each row block's logsumexp is then final after its one block)."""
+    return (
+        isinstance(kernel, DotKernel | SqL2Kernel)
+        and len(_blocks(a, b, neg, cross, same)) == 1
+        and (neg is None or neg.ndim == 2)
+    )
+
+
+def _forward_with_grads(kernel, a, b, neg, extras, cross, same, rows, floor, need):
+    """:func:`_forward` for one candidate set, which also accumulates the gradients of
+    ``Σ_i lse_i`` (every row's weight 1) from each block's softmax weights while the block is alive:
+    the backward pass then scales them instead of recomputing every block (:class:`_ChunkedLSE`)."""
+    ((name, t, diag),) = _blocks(a, b, neg, cross, same)
+    aux, padded = kernel.prepare(t), kernel.backward_aux(t)
+    rows = _rows(kernel, a, b, neg, cross, same, rows)
+    ga = torch.zeros_like(a) if need[0] else None
+    gt = None
+    if name == "a":
+        gt = ga
+    elif (name == "b" and need[1]) or (name == "neg" and need[2]):
+        gt = torch.zeros_like(t)
+    lse = a.new_empty(a.shape[0])
+    scratch = a.new_empty(0)
+    for r0 in range(0, a.shape[0], rows):
+        x = a[r0 : r0 + rows]
+        ex = extras[r0 : r0 + rows]
+        s = kernel.logits(x, t, aux)
+        if diag:
+            s.diagonal(r0).fill_(float("-inf"))
+        m = torch.maximum(ex.amax(dim=1), s.amax(dim=1))
+        total = (ex - m.unsqueeze(1)).exp().sum(dim=1)
+        s.sub_(m.unsqueeze(1)).clamp_min_(-floor).exp_()
+        if diag:
+            s.diagonal(r0).zero_()
+        total.add_(s.sum(dim=1))
+        lse[r0 : r0 + rows] = total.log().add_(m)
+        s.div_(total.unsqueeze(1))  # softmax weights e^{s − lse}
+        gx = ga[r0 : r0 + rows] if ga is not None else scratch.new_zeros(x.shape)
+        kernel.accumulate(x, t, s, gx, gt, padded)
+    gb = gt if name == "b" else None
+    gneg = gt if name == "neg" else None
+    return lse, (ga, gb, gneg)
+
+
 def _backward(kernel, a, b, neg, extras, lse, g, cross, same, rows, floor, need):
     need_a, need_b, need_neg, need_ex = need[:4]
     ga = torch.zeros_like(a)
@@ -374,6 +448,8 @@ def chunked_lse(
     anchors per block (``None``: automatic, bounded by :data:`LOGIT_BLOCK_ELEMENTS` /
     :data:`DIFF_BLOCK_ELEMENTS`).
     """
+    inputs = (a, b, extras) if neg is None else (a, b, neg, extras)
+    grads = torch.is_grad_enabled() and any(t.requires_grad for t in inputs)
     return _ChunkedLSE.apply(
-        a, b, neg, extras.contiguous(), kernel, bool(cross), bool(same), rows, float(floor)
+        a, b, neg, extras.contiguous(), kernel, bool(cross), bool(same), rows, float(floor), grads
     )
