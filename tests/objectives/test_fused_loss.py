@@ -277,7 +277,15 @@ def test_fused_is_the_default_and_can_be_switched_off():
 
 
 @pytest.mark.parametrize(
-    "kernel", [_chunked.DotKernel(0.5), _chunked.SqL2Kernel(0.7)], ids=["dot", "sql2"]
+    "kernel",
+    [
+        _chunked.DotKernel(0.5),
+        _chunked.SqL2Kernel(0.7),
+        _chunked.PowerKernel(3.0, 3.0, 0.9),
+        _chunked.PowerKernel(1.5, 1.0, 0.8),
+        _chunked.PowerKernel(0.7, 0.7, 1.3),
+    ],
+    ids=["dot", "sql2", "p3", "p1.5-q1", "p0.7"],
 )
 @pytest.mark.parametrize("cross,same", [(True, False), (False, True)])
 @pytest.mark.parametrize("rows", [None, 7])

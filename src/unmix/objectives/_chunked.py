@@ -20,7 +20,8 @@ logits from the saved inputs and the saved ``lse`` (softmax weights ``e^{s - lse
 accumulates the gradients of anchors, positives, negatives and extras. Autograd therefore holds
 ``O(B·n)`` (the inputs and ``lse``), never a ``B × B`` tensor.
 
-One pass (matmul kernels, one candidate set, gradients wanted): each row block's ``lse`` is final
+One pass (the matmul kernels and the general-p kernel for p ≠ 1, one candidate set, gradients
+wanted): each row block's ``lse`` is final
 after its one block, so the forward pass turns the block into softmax weights at once and
 accumulates the gradients of ``Σ_i lse_i`` (``O(B·n)`` more). A backward whose incoming weights
 are equal for every anchor (a mean over anchors, the losses' case) scales those; any other
@@ -205,6 +206,37 @@ class PowerKernel:
             w.mul_(factor)
         return slope.mul_(w.unsqueeze(kdim))
 
+    def forward_grad_block(self, x, c, aux, ex, floor, diag, gx, gc) -> torch.Tensor:
+        """One row block of the one-pass forward (:func:`_forward_with_grads`): the rows' ``lse``
+        over the extras ``ex`` and the candidates ``c``, and, added to ``gx`` (and ``gc``), the
+        gradients of their sum — from one difference block, which the recomputing path forms twice."""
+        d = x.unsqueeze(2) - aux.unsqueeze(0)  # (rows, n, N)
+        big_s, slope = self._sum_and_slope_(d, 1)
+        s = self._finish_(big_s.clone())
+        if diag is not None:
+            s.diagonal(diag).fill_(float("-inf"))
+        m = torch.maximum(ex.amax(dim=1), s.amax(dim=1))
+        total = (ex - m.unsqueeze(1)).exp().sum(dim=1)
+        s.sub_(m.unsqueeze(1)).clamp_min_(-floor).exp_()
+        if diag is not None:
+            s.diagonal(diag).zero_()
+        total.add_(s.sum(dim=1))
+        w = s.div_(total.unsqueeze(1))  # softmax weights e^{s − lse}
+        if self.q == self.p:
+            w.mul_(-1.0 / self.tau)
+        else:  # as in _block_weights
+            tiny = torch.finfo(big_s.dtype).tiny
+            factor = big_s.clamp_min(tiny).pow_(self.q / self.p - 1.0)
+            factor.mul_(-self.q / self.p / self.tau)
+            if self.q < self.p:
+                factor.masked_fill_(big_s < tiny, 0.0)
+            w.mul_(factor)
+        ws = slope.mul_(w.unsqueeze(1))
+        gx.add_(ws.sum(dim=2))
+        if gc is not None:
+            gc.sub_(ws.sum(dim=0).T)
+        return total.log_().add_(m)
+
     def logits(self, x, c, aux):
         if self.p == 1.0:
             # torch.cdist fuses difference, abs and sum for p = 1 (no (rows, N, n) buffer).
@@ -358,12 +390,14 @@ def _forward(kernel, a, b, neg, extras, cross, same, rows, floor):
 
 
 def _one_pass(kernel, a, b, neg, cross, same) -> bool:
-    """Whether the forward pass can form the gradients too: a matmul kernel and one candidate
-    set (each row block's logsumexp is then final after its one block)."""
+    """Whether the forward pass can form the gradients too: a matmul kernel, or the general-p one
+    for p ≠ 1, and one candidate set (each row block's logsumexp is then final after its one
+    block)."""
+    one_block = isinstance(kernel, DotKernel | SqL2Kernel) or (
+        isinstance(kernel, PowerKernel) and kernel.p != 1.0  # p = 1: cdist forms its logits
+    )
     return (
-        isinstance(kernel, DotKernel | SqL2Kernel)
-        and len(_blocks(a, b, neg, cross, same)) == 1
-        and (neg is None or neg.ndim == 2)
+        one_block and len(_blocks(a, b, neg, cross, same)) == 1 and (neg is None or neg.ndim == 2)
     )
 
 
@@ -385,6 +419,12 @@ def _forward_with_grads(kernel, a, b, neg, extras, cross, same, rows, floor, nee
     for r0 in range(0, a.shape[0], rows):
         x = a[r0 : r0 + rows]
         ex = extras[r0 : r0 + rows]
+        gx = ga[r0 : r0 + rows] if ga is not None else scratch.new_zeros(x.shape)
+        if isinstance(kernel, PowerKernel) and not isinstance(kernel, SqL2Kernel):
+            lse[r0 : r0 + rows] = kernel.forward_grad_block(
+                x, t, aux, ex, floor, r0 if diag else None, gx, gt
+            )
+            continue
         s = kernel.logits(x, t, aux)
         if diag:
             s.diagonal(r0).fill_(float("-inf"))
@@ -396,7 +436,6 @@ def _forward_with_grads(kernel, a, b, neg, extras, cross, same, rows, floor, nee
         total.add_(s.sum(dim=1))
         lse[r0 : r0 + rows] = total.log().add_(m)
         s.div_(total.unsqueeze(1))  # softmax weights e^{s − lse}
-        gx = ga[r0 : r0 + rows] if ga is not None else scratch.new_zeros(x.shape)
         kernel.accumulate(x, t, s, gx, gt, padded)
     gb = gt if name == "b" else None
     gneg = gt if name == "neg" else None
