@@ -29,7 +29,7 @@ import torch
 from reference_step import ReferenceStep, encoder_matmul_flop
 
 from unmix import papers as presets
-from unmix.bench import bench_steps
+from unmix.bench import bench_steps, gemm_peaks
 from unmix.experiment import Experiment
 from unmix.models.linear import cpu_gemm, resolve_cpu_gemm
 
@@ -78,17 +78,6 @@ class PeakRSS:
 
 def _mib(peak: tuple[int, int]) -> str:
     return f"{peak[0] / 2**20:.0f} MiB (+{peak[1] / 2**20:.0f})"
-
-
-def gemm_peak(size: int = 2048, repeats: int = 5) -> dict[str, float]:
-    """Best fp32 GFLOP/s of a ``size × size`` by ``size × size`` matmul over ``repeats``, for
-    PyTorch's BLAS and for oneDNN (the library unmix's linear layers use on CPU)."""
-    from unmix.bench import gemm_peak_gflops
-    from unmix.models.linear import onednn_available
-
-    cpu = torch.device("cpu")
-    libs = ["blas"] + (["onednn"] if onednn_available() else [])
-    return {lib: gemm_peak_gflops(cpu, torch.float32, size, repeats, lib) for lib in libs}
 
 
 def loss_matmul_flop(kind: str, p: float | None, batch: int, n: int, arm: str) -> float:
@@ -167,7 +156,7 @@ def main() -> None:
     torch.set_num_threads(args.threads)
     batch = args.batch_size
 
-    peaks = gemm_peak()
+    peaks = gemm_peaks(torch.device("cpu"))  # 2048² float32, best of 5, each CPU library
     peak = max(peaks.values())
     print(
         f"batch size {batch}, torch {torch.__version__}, threads {torch.get_num_threads()}, "

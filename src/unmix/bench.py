@@ -83,8 +83,7 @@ def gemm_peak_gflops(
     library :class:`unmix.models.linear.Linear` uses) or the faster of the two (``"best"``, the
     machine's peak as far as this process can reach it)."""
     if device.type == "cpu" and dtype == torch.float32 and library == "best":
-        libs = ["blas"] + (["onednn"] if onednn_available() else [])
-        return max(gemm_peak_gflops(device, dtype, n, repeats, lib) for lib in libs)
+        return max(gemm_peaks(device, n, repeats).values())
     a = torch.randn(n, n, device=device).to(dtype)
     b = torch.randn(n, n, device=device).to(dtype)
     use_dnn = library == "onednn" and device.type == "cpu" and dtype == torch.float32
@@ -99,6 +98,13 @@ def gemm_peak_gflops(
         _sync(device)
         best = min(best, time.perf_counter() - t0)
     return 2 * n**3 / best / 1e9
+
+
+def gemm_peaks(device: torch.device, n: int = 2048, repeats: int = 5) -> dict[str, float]:
+    """float32 :func:`gemm_peak_gflops` on CPU of each library this build has: ``blas`` and,
+    where available, ``onednn``."""
+    libs = ["blas"] + (["onednn"] if onednn_available() else [])
+    return {lib: gemm_peak_gflops(device, torch.float32, n, repeats, lib) for lib in libs}
 
 
 def matmul_gflop(model: torch.nn.Module, rows: int) -> float:
@@ -190,10 +196,7 @@ def bench_steps(
         m = int(getattr(obj, "n_negatives", 0))
         rows = 2 * batch_size + (m if getattr(obj, "shared_negatives", False) else batch_size * m)
     peak_dtype = torch.bfloat16 if precision == "bf16" else torch.float32
-    peaks = None
-    if dev.type == "cpu" and peak_dtype == torch.float32:
-        libs = ["blas"] + (["onednn"] if onednn_available() else [])
-        peaks = {name: gemm_peak_gflops(dev, peak_dtype, library=name) for name in libs}
+    peaks = gemm_peaks(dev) if dev.type == "cpu" and peak_dtype == torch.float32 else None
     return BenchResult(
         setting.name,
         batch_size,

@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import functools
 from collections.abc import Iterator
 from typing import Literal
 
@@ -53,8 +54,10 @@ CPU_GEMMS: tuple[str, ...] = ("auto", "onednn", "blas")
 _BACKEND: contextvars.ContextVar[str] = contextvars.ContextVar("unmix_cpu_gemm", default="auto")
 
 
+@functools.cache
 def onednn_available() -> bool:
-    """Whether this PyTorch build has oneDNN's linear primitive."""
+    """Whether this PyTorch build has oneDNN's linear primitive (checked once: every layer's
+    forward asks)."""
     return bool(torch.backends.mkldnn.is_available()) and hasattr(
         torch.ops.mkldnn, "_linear_pointwise"
     )

@@ -212,16 +212,8 @@ class PowerKernel:
         gradients of their sum — from one difference block, which the recomputing path forms twice."""
         d = x.unsqueeze(2) - aux.unsqueeze(0)  # (rows, n, N)
         big_s, slope = self._sum_and_slope_(d, 1)
-        s = self._finish_(big_s.clone())
-        if diag is not None:
-            s.diagonal(diag).fill_(float("-inf"))
-        m = torch.maximum(ex.amax(dim=1), s.amax(dim=1))
-        total = (ex - m.unsqueeze(1)).exp().sum(dim=1)
-        s.sub_(m.unsqueeze(1)).clamp_min_(-floor).exp_()
-        if diag is not None:
-            s.diagonal(diag).zero_()
-        total.add_(s.sum(dim=1))
-        w = s.div_(total.unsqueeze(1))  # softmax weights e^{s − lse}
+        w = self._finish_(big_s.clone())
+        lse = _softmax_block_(w, ex, floor, diag)  # w: the softmax weights e^{s − lse}
         if self.q == self.p:
             w.mul_(-1.0 / self.tau)
         else:  # as in _block_weights
@@ -235,7 +227,7 @@ class PowerKernel:
         gx.add_(ws.sum(dim=2))
         if gc is not None:
             gc.sub_(ws.sum(dim=0).T)
-        return total.log_().add_(m)
+        return lse
 
     def logits(self, x, c, aux):
         if self.p == 1.0:
@@ -325,9 +317,8 @@ class _ChunkedLSE(torch.autograd.Function):
         if ctx.pre is not None and bool((g == g[0]).all()):
             # the common case, a mean over anchors: every row's weight is the same, so the
             # gradients formed in the forward pass (for weight 1) only need scaling
-            c = g[0]
-            g_ex = (extras - lse.unsqueeze(1)).exp_().mul_(c) if need[3] else None
-            grads = tuple(None if t is None else t * c for t in ctx.pre)
+            g_ex = _extras_grad(extras, lse, g) if need[3] else None
+            grads = tuple(None if t is None else t * g[0] for t in ctx.pre)
             return (*grads, g_ex, *tail)
         with torch.no_grad():
             grads = _backward(
@@ -389,6 +380,27 @@ def _forward(kernel, a, b, neg, extras, cross, same, rows, floor):
     return lse
 
 
+def _softmax_block_(s: torch.Tensor, ex: torch.Tensor, floor: float, diag) -> torch.Tensor:
+    """A block's rows' ``lse`` over the extras ``ex`` and the logits ``s`` (the whole candidate
+    set, the diagonal at offset ``diag`` masked); in place, ``s`` becomes the softmax weights
+    ``e^{max(s − m, −floor)}/Σ`` (``m`` the row maximum, as :func:`_forward` clamps)."""
+    if diag is not None:
+        s.diagonal(diag).fill_(float("-inf"))
+    m = torch.maximum(ex.amax(dim=1), s.amax(dim=1))
+    total = (ex - m.unsqueeze(1)).exp().sum(dim=1)
+    s.sub_(m.unsqueeze(1)).clamp_min_(-floor).exp_()
+    if diag is not None:
+        s.diagonal(diag).zero_()
+    total.add_(s.sum(dim=1))
+    s.div_(total.unsqueeze(1))
+    return total.log_().add_(m)
+
+
+def _extras_grad(extras: torch.Tensor, lse: torch.Tensor, g: torch.Tensor) -> torch.Tensor:
+    """∂(Σ_i g_i lse_i)/∂extras = g_i e^{x_ie − lse_i}."""
+    return (extras - lse.unsqueeze(1)).exp_().mul_(g.unsqueeze(1))
+
+
 def _one_pass(kernel, a, b, neg, cross, same) -> bool:
     """Whether the forward pass can form the gradients too: a matmul kernel, or the general-p one
     for p ≠ 1, and one candidate set (each row block's logsumexp is then final after its one
@@ -415,28 +427,18 @@ def _forward_with_grads(kernel, a, b, neg, extras, cross, same, rows, floor, nee
     elif (name == "b" and need[1]) or (name == "neg" and need[2]):
         gt = torch.zeros_like(t)
     lse = a.new_empty(a.shape[0])
-    scratch = a.new_empty(0)
     for r0 in range(0, a.shape[0], rows):
         x = a[r0 : r0 + rows]
         ex = extras[r0 : r0 + rows]
-        gx = ga[r0 : r0 + rows] if ga is not None else scratch.new_zeros(x.shape)
+        gx = ga[r0 : r0 + rows] if ga is not None else torch.zeros_like(x)  # discarded
         if isinstance(kernel, PowerKernel) and not isinstance(kernel, SqL2Kernel):
             lse[r0 : r0 + rows] = kernel.forward_grad_block(
                 x, t, aux, ex, floor, r0 if diag else None, gx, gt
             )
             continue
-        s = kernel.logits(x, t, aux)
-        if diag:
-            s.diagonal(r0).fill_(float("-inf"))
-        m = torch.maximum(ex.amax(dim=1), s.amax(dim=1))
-        total = (ex - m.unsqueeze(1)).exp().sum(dim=1)
-        s.sub_(m.unsqueeze(1)).clamp_min_(-floor).exp_()
-        if diag:
-            s.diagonal(r0).zero_()
-        total.add_(s.sum(dim=1))
-        lse[r0 : r0 + rows] = total.log().add_(m)
-        s.div_(total.unsqueeze(1))  # softmax weights e^{s − lse}
-        kernel.accumulate(x, t, s, gx, gt, padded)
+        w = kernel.logits(x, t, aux)
+        lse[r0 : r0 + rows] = _softmax_block_(w, ex, floor, r0 if diag else None)
+        kernel.accumulate(x, t, w, gx, gt, padded)
     gb = gt if name == "b" else None
     gneg = gt if name == "neg" else None
     return lse, (ga, gb, gneg)
@@ -453,7 +455,7 @@ def _backward(kernel, a, b, neg, extras, lse, g, cross, same, rows, floor, need)
         target = {"a": ga if need_a else None, "b": gb, "neg": gneg}[name]
         blocks.append((t, kernel.prepare(t), diag, target, kernel.backward_aux(t)))
     rows = _rows(kernel, a, b, neg, cross, same, rows)
-    g_ex = (extras - lse.unsqueeze(1)).exp_().mul_(g.unsqueeze(1)) if need_ex else None
+    g_ex = _extras_grad(extras, lse, g) if need_ex else None
     for r0 in range(0, a.shape[0], rows):
         x = a[r0 : r0 + rows]
         lr, gr, gx = lse[r0 : r0 + rows], g[r0 : r0 + rows], ga[r0 : r0 + rows]
