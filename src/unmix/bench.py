@@ -17,6 +17,7 @@ from unmix.devices import resolve_device
 from unmix.errors import ConfigError
 from unmix.experiment import Experiment
 from unmix.models.linear import cpu_gemm, onednn_available
+from unmix.objectives._compiled import loss_kernels
 from unmix.objectives.base import Contrastive
 from unmix.settings import Setting
 
@@ -42,6 +43,7 @@ class BenchResult:
     gemm_peak_gflops: float = float("nan")
     cpu_gemm: str = "blas"
     gemm_peaks: dict[str, float] | None = None
+    loss_kernels: str = "-"
 
     @property
     def steps_per_second(self) -> float:
@@ -150,7 +152,10 @@ def bench_steps(
     precision = precision or setting.train.precision
     if precision not in ("fp32", "bf16"):
         raise ConfigError(f"--precision must be fp32 or bf16, got {precision!r}.")
-    with cpu_gemm(setting.train.cpu_gemm) as lib:
+    with (
+        cpu_gemm(setting.train.cpu_gemm) as lib,
+        loss_kernels(setting.train.loss_kernels, device.split(":")[0]) as kernels,
+    ):
         exp = Experiment.build(setting, device)
         autocast = torch.autocast(
             exp.device.type, dtype=torch.bfloat16, enabled=precision == "bf16"
@@ -210,4 +215,5 @@ def bench_steps(
         max(peaks.values()) if peaks else gemm_peak_gflops(dev, peak_dtype),
         lib if dev.type == "cpu" and precision == "fp32" else "-",
         peaks,
+        "+".join(sorted(kernels.used)) or "-",  # the general-p losses' block kernels, if any ran
     )

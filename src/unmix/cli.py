@@ -548,7 +548,9 @@ def bench(
     stages = ", ".join(f"{k} {v:.3f}" for k, v in r.stages.items())
     console.print(
         f"{r.setting}: batch {r.batch_size} on {r.device} ({r.threads} threads, {r.precision}, "
-        f"linear layers on {r.cpu_gemm}): "
+        f"linear layers on {r.cpu_gemm}"
+        + (f", loss kernels {r.loss_kernels}" if r.loss_kernels != "-" else "")
+        + "): "
         f"{r.seconds_per_step:.3f} s/step = {r.steps_per_second:.2f} steps/s [{stages} s]; "
         f"{r.gflops:.1f} GFLOP of matmuls per step = {100 * r.fraction_of_peak:.0f} % of the "
         f"measured GEMM peak ({r.gemm_peak_gflops:.0f} GFLOP/s"

@@ -346,6 +346,12 @@ class TrainSpec(_Strict):
         "where PyTorch has it) or PyTorch's BLAS; same results to float32 rounding "
         "(unmix.models.linear)",
     )
+    loss_kernels: Literal["auto", "compiled", "eager"] = Field(
+        default="auto",
+        description="the general-p contrastive losses' block kernels: compiled by torch.compile "
+        "(auto: on CPU where a C++ compiler is found and a block scores >= 512 candidates) or "
+        "eager; same results to float32 rounding (unmix.objectives._compiled)",
+    )
 
 
 class Seeds(_Strict):

@@ -24,6 +24,7 @@ from unmix.devices import resolve_device
 from unmix.errors import CheckpointError, ConfigError, TrainingError
 from unmix.experiment import Experiment
 from unmix.models.linear import cpu_gemm, current_cpu_gemm
+from unmix.objectives._compiled import current_choice, loss_kernels
 from unmix.settings import Setting, TrainSpec, changed_fields, flat_fields
 from unmix.tracking import Callback
 
@@ -87,7 +88,10 @@ def train(
     threads_before = torch.get_num_threads()
     torch.set_num_threads(setting.train.threads)
     try:
-        with cpu_gemm(setting.train.cpu_gemm):  # the encoder's CPU products (oneDNN / BLAS)
+        with (
+            cpu_gemm(setting.train.cpu_gemm),  # the encoder's CPU products (oneDNN / BLAS)
+            loss_kernels(setting.train.loss_kernels, device.split(":")[0]),  # general-p losses
+        ):
             if out_dir is None:
                 if tensorboard:
                     raise ConfigError("--tensorboard writes into the run directory: give --out")
@@ -321,10 +325,18 @@ def _train(setting, out_dir, device, resume, progress, hooks, provenance) -> Run
             summary["best_value"] = best["value"]
             runs.write_json(run_dir / runs.SUMMARY, summary)
         manifest["finished"] = summary["finished"]
+        manifest["loss_kernels"] = _kernels_used(spec.loss_kernels)
         runs.write_json(run_dir / runs.MANIFEST, manifest)
     for hook in hooks:
         hook.on_end(summary)
     return RunResult(summary, history, exp, run_dir)
+
+
+def _kernels_used(mode: str) -> dict[str, Any]:
+    """``train.loss_kernels`` and the block kernels the general-p losses took in this run
+    (``[]``: no general-p loss ran)."""
+    choice = current_choice()
+    return {"setting": mode, "used": sorted(choice.used) if choice is not None else []}
 
 
 def _copy_state(model: torch.nn.Module) -> dict[str, torch.Tensor]:

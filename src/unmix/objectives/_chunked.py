@@ -20,8 +20,11 @@ logits from the saved inputs and the saved ``lse`` (softmax weights ``e^{s - lse
 accumulates the gradients of anchors, positives, negatives and extras. Autograd therefore holds
 ``O(B·n)`` (the inputs and ``lse``), never a ``B × B`` tensor.
 
-One pass (the matmul kernels and the general-p kernel for p ≠ 1, one candidate set, gradients
-wanted): each row block's ``lse`` is final
+The general-p blocks run on compiled, fused loops where :mod:`unmix.objectives._compiled` says
+so (``train.loss_kernels``; :class:`CompiledPowerKernel`): no ``(rows, N, n)`` tensor is formed.
+
+One pass (the matmul kernels, the eager general-p kernel for p ≠ 1 and the compiled one for any
+p; one candidate set, gradients wanted): each row block's ``lse`` is final
 after its one block, so the forward pass turns the block into softmax weights at once and
 accumulates the gradients of ``Σ_i lse_i`` (``O(B·n)`` more). A backward whose incoming weights
 are equal for every anchor (a mean over anchors, the losses' case) scales those; any other
@@ -36,6 +39,8 @@ smaller value). The masked diagonals (``j = i``) contribute exactly 0.
 from __future__ import annotations
 
 import torch
+
+from unmix.objectives import _compiled
 
 #: Bound on the elements of one ``(rows, N)`` logits block of the matmul kernels. A block of this
 #: size stays in the CPU cache while it is shifted, exponentiated and summed.
@@ -196,15 +201,19 @@ class PowerKernel:
         s, slope = self._sum_and_slope_(d, kdim, s)
         w = self._finish_(s.clone())
         _weights_(w, lse, g, floor, diag)
+        return slope.mul_(self._chain_(w, s).unsqueeze(kdim))
+
+    def _chain_(self, w: torch.Tensor, big_s: torch.Tensor) -> torch.Tensor:
+        """In place: ``w · ∂s/∂S`` for ``s = −S^{q/p}/τ`` (the clamp at tiny where ``q < p``:
+        no gradient through exact ties)."""
         if self.q == self.p:
-            w.mul_(-1.0 / self.tau)
-        else:
-            tiny = torch.finfo(s.dtype).tiny
-            factor = s.clamp_min(tiny).pow_(self.q / self.p - 1.0).mul_(-self.q / self.p / self.tau)
-            if self.q < self.p:  # the clamp at tiny: no gradient through exact ties
-                factor.masked_fill_(s < tiny, 0.0)
-            w.mul_(factor)
-        return slope.mul_(w.unsqueeze(kdim))
+            return w.mul_(-1.0 / self.tau)
+        tiny = torch.finfo(big_s.dtype).tiny
+        factor = big_s.clamp_min(tiny).pow_(self.q / self.p - 1.0)
+        factor.mul_(-self.q / self.p / self.tau)
+        if self.q < self.p:
+            factor.masked_fill_(big_s < tiny, 0.0)
+        return w.mul_(factor)
 
     def forward_grad_block(self, x, c, aux, ex, floor, diag, gx, gc) -> torch.Tensor:
         """One row block of the one-pass forward (:func:`_forward_with_grads`): the rows' ``lse``
@@ -214,16 +223,7 @@ class PowerKernel:
         big_s, slope = self._sum_and_slope_(d, 1)
         w = self._finish_(big_s.clone())
         lse = _softmax_block_(w, ex, floor, diag)  # w: the softmax weights e^{s − lse}
-        if self.q == self.p:
-            w.mul_(-1.0 / self.tau)
-        else:  # as in _block_weights
-            tiny = torch.finfo(big_s.dtype).tiny
-            factor = big_s.clamp_min(tiny).pow_(self.q / self.p - 1.0)
-            factor.mul_(-self.q / self.p / self.tau)
-            if self.q < self.p:
-                factor.masked_fill_(big_s < tiny, 0.0)
-            w.mul_(factor)
-        ws = slope.mul_(w.unsqueeze(1))
+        ws = slope.mul_(self._chain_(w, big_s).unsqueeze(1))
         gx.add_(ws.sum(dim=2))
         if gc is not None:
             gc.sub_(ws.sum(dim=0).T)
@@ -255,6 +255,50 @@ class PowerKernel:
         gx.add_(ws.sum(dim=1))
         if gneg is not None:
             torch.neg(ws, out=gneg)
+
+
+class CompiledPowerKernel(PowerKernel):
+    r""":class:`PowerKernel` whose in-batch blocks run on the fused, compiled loops of
+    :mod:`unmix.objectives._compiled` (``S`` and the weighted slopes; no ``(rows, n, N)`` tensor).
+    A block then holds ``(rows, N)`` matrices only, so its rows are bounded like the matmul
+    kernels'. Per-anchor negatives keep the eager differences."""
+
+    def __init__(self, p: float, q: float, tau: float) -> None:
+        super().__init__(p, q, tau)
+        self._sums, self._slopes = _compiled.block_fns(p)
+        self._full: dict[int, int] = {}  # candidates N → rows of the first (full) block
+
+    def max_rows(self, n_cols: int, n: int, m_per_anchor: int) -> int:
+        return DotKernel.max_rows(self, n_cols, n, m_per_anchor)  # type: ignore[arg-type]
+
+    def _rows_of(self, x: torch.Tensor, aux: torch.Tensor) -> int:
+        # blocks run first to last, the first the largest: the shorter last one is padded to it
+        return self._full.setdefault(aux.shape[1], x.shape[0])
+
+    def _big_s(self, x, aux) -> torch.Tensor:
+        return self._sums(x, aux, self._rows_of(x, aux))
+
+    def logits(self, x, c, aux):
+        return self._finish_(self._big_s(x, aux))
+
+    def _add_slopes(self, x, aux, w, gx, gc) -> None:
+        g_x, g_cT = self._slopes(x, aux, w, self._rows_of(x, aux))
+        gx.add_(g_x)
+        if gc is not None:
+            gc.sub_(g_cT.T)
+
+    def forward_grad_block(self, x, c, aux, ex, floor, diag, gx, gc) -> torch.Tensor:
+        big_s = self._big_s(x, aux)
+        w = self._finish_(big_s.clone())
+        lse = _softmax_block_(w, ex, floor, diag)
+        self._add_slopes(x, aux, self._chain_(w, big_s), gx, gc)
+        return lse
+
+    def backward_block(self, x, c, aux, lse, g, floor, diag, gx, gc, bwd_aux) -> None:
+        big_s = self._big_s(x, aux)
+        w = self._finish_(big_s.clone())
+        _weights_(w, lse, g, floor, diag)
+        self._add_slopes(x, aux, self._chain_(w, big_s), gx, gc)
 
 
 class SqL2Kernel(PowerKernel):
@@ -405,8 +449,8 @@ def _one_pass(kernel, a, b, neg, cross, same) -> bool:
     """Whether the forward pass can form the gradients too: a matmul kernel, or the general-p one
     for p ≠ 1, and one candidate set (each row block's logsumexp is then final after its one
     block)."""
-    one_block = isinstance(kernel, DotKernel | SqL2Kernel) or (
-        isinstance(kernel, PowerKernel) and kernel.p != 1.0  # p = 1: cdist forms its logits
+    one_block = isinstance(kernel, DotKernel | SqL2Kernel | CompiledPowerKernel) or (
+        isinstance(kernel, PowerKernel) and kernel.p != 1.0  # eager p = 1: cdist forms its logits
     )
     return (
         one_block and len(_blocks(a, b, neg, cross, same)) == 1 and (neg is None or neg.ndim == 2)
@@ -485,12 +529,17 @@ def chunked_lse(
 ) -> torch.Tensor:
     """Per-anchor ``logsumexp`` over the candidates described in the module docstring; ``(B,)``.
 
-    ``kernel`` is a :class:`DotKernel`, :class:`SqL2Kernel` or :class:`PowerKernel`; ``rows`` the
+    ``kernel`` is a :class:`DotKernel`, :class:`SqL2Kernel` or :class:`PowerKernel` (run as a
+    :class:`CompiledPowerKernel` where :func:`unmix.objectives._compiled.use_compiled` says so); ``rows`` the
     anchors per block (``None``: automatic, bounded by :data:`LOGIT_BLOCK_ELEMENTS` /
     :data:`DIFF_BLOCK_ELEMENTS`).
     """
     inputs = (a, b, extras) if neg is None else (a, b, neg, extras)
     grads = torch.is_grad_enabled() and any(t.requires_grad for t in inputs)
+    if type(kernel) is PowerKernel:
+        n_cand = max([t.shape[0] for _, t, _ in _blocks(a, b, neg, cross, same)], default=0)
+        if n_cand and _compiled.use_compiled(a.device, n_cand):
+            kernel = CompiledPowerKernel(kernel.p, kernel.q, kernel.tau)
     return _ChunkedLSE.apply(
         a, b, neg, extras.contiguous(), kernel, bool(cross), bool(same), rows, float(floor), grads
     )
