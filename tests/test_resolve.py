@@ -183,11 +183,31 @@ def test_quick_rule_for_box_rows_with_an_unbounded_encoder_follows_the_condition
         )
         assert (s.train.batch_size, s.train.steps) == (1024, 8000)
         assert (s.objective.tau_start, s.objective.tau_warmup) == (1.0, 0.5)
-    for row in range(1, 6):  # the box-model rows
+    for row in range(3, 6):  # the other box-model rows: the paper's L∞ head and τ = 1
         s = resolve(f"zimmermann-table2-row{row}", "quick").setting
-        assert (s.objective.tau, s.train.steps) == (1.0, 4000)
+        assert (s.model.space, s.objective.tau, s.train.steps) == ("box", 1.0, 4000)
         assert s.objective.tau_warmup == 0.0
     assert resolve("zimmermann-table1-row7", "paper").setting.objective.tau == 1.0
+
+
+def test_quick_rule_for_theorem_6_box_models_takes_the_reference_head_and_the_matched_tau():
+    """A box model whose Lp loss matches a non-Gaussian conditional (Table 2's M. rows 1-2):
+    the reference code's sigmoid·b head, the matched τ by the warm-up, 8,000 steps; the paper
+    budget keeps the paper's L∞ head; Fig. 2's box points (normal marginal: not matched) and the
+    baselines keep their rules."""
+    from unmix.papers.zimmermann.presets import assumptions_match
+
+    for row, tau in ((1, 0.05), (2, 0.000125)):
+        s = resolve(f"zimmermann-table2-row{row}", "quick").setting
+        assert assumptions_match(s, "permutation")
+        assert (s.model.space, s.objective.tau, s.train.steps) == ("box_sigmoid", tau, 8000)
+        assert (s.objective.tau_start, s.objective.tau_warmup) == (1.0, 0.5)
+        assert resolve(f"zimmermann-table2-row{row}", "paper").setting.model.space == "box"
+    sup = resolve("zimmermann-table2-row1", "quick", column="supervised").setting
+    assert sup.objective.kind == "supervised" and sup.train.steps == 4000
+    for name in ("zimmermann-fig2-box-invvar1", "zimmermann-fig2-box-invvar400"):
+        s = resolve(name, "quick").setting
+        assert (s.model.space, s.objective.tau) == ("box", 1.0)
 
 
 def test_quick_rule_for_weak_vmf_rows_warms_infonce_up():
