@@ -205,6 +205,10 @@ def test_quick_rule_for_theorem_6_box_models_takes_the_reference_head_and_the_ma
         assert resolve(f"zimmermann-table2-row{row}", "paper").setting.model.space == "box"
     sup = resolve("zimmermann-table2-row1", "quick", column="supervised").setting
     assert sup.objective.kind == "supervised" and sup.train.steps == 4000
+    assert sup.model.space == "box_sigmoid"  # a regression needs the box's interior
+    assert resolve("zimmermann-table1-row5", "quick", column="supervised").setting.model.space == (
+        "unbounded"
+    )
     for name in ("zimmermann-fig2-box-invvar1", "zimmermann-fig2-box-invvar400"):
         s = resolve(name, "quick").setting
         assert (s.model.space, s.objective.tau) == ("box", 1.0)

@@ -446,9 +446,9 @@ def _extras_grad(extras: torch.Tensor, lse: torch.Tensor, g: torch.Tensor) -> to
 
 
 def _one_pass(kernel, a, b, neg, cross, same) -> bool:
-    """Whether the forward pass can form the gradients too: a matmul kernel, or the general-p one
-    for p ≠ 1, and one candidate set (each row block's logsumexp is then final after its one
-    block)."""
+    """Whether the forward pass can form the gradients too: a matmul kernel, the compiled
+    general-p one, or the eager one for p ≠ 1, and one candidate set (each row block's
+    logsumexp is then final after its one block)."""
     one_block = isinstance(kernel, DotKernel | SqL2Kernel | CompiledPowerKernel) or (
         isinstance(kernel, PowerKernel) and kernel.p != 1.0  # eager p = 1: cdist forms its logits
     )
