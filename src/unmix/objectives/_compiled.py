@@ -50,8 +50,9 @@ LossKernels = Literal["auto", "compiled", "eager"]
 LOSS_KERNELS: tuple[str, ...] = ("auto", "compiled", "eager")
 
 #: ``auto`` compiles when a block scores at least this many candidates (the batch, for in-batch
-#: negatives): at ``--budget quick``'s 1,024 the compiled p = 1 step is ≈ 9 ms faster on one
-#: thread, at the smoke budget's 128 a few hundred µs — less than the compile costs.
+#: negatives). At ``--budget quick``'s 1,024 the compiled Table 2 row 1 step (p = 1) is 10 ms
+#: faster on one thread (27.0 → 16.9 ms, ``benchmarks/loss_kernels.sh``); the compile costs
+#: seconds, which short small-batch runs (the smoke budget's batch 128) do not repay.
 AUTO_MIN_CANDIDATES = 512
 
 
