@@ -208,32 +208,34 @@ _FAMILIES = {1.0: (_sums_1, _slopes_1), 2.0: (_sums_2, _slopes_2), 3.0: (_sums_3
 def _compiled(fn: Callable, key: tuple) -> Callable:
     """``fn`` compiled for one ``key`` (the shapes, dtype and device of its arguments).
 
-    Static shapes: with the candidate count N known, the reductions over N vectorise (measured
-    2-3x faster than dynamic shapes); blocks are padded to one row count, so a run compiles each
-    function once per (rows, N, n, dtype). Each key compiles a fresh copy of ``fn``'s code, so a
-    process that meets many shapes (a test suite, a notebook) never reaches TorchDynamo's
-    per-function recompile limit. A compile that fails falls back to the eager function."""
+    Static shapes: with the candidate count N known, the reductions over N vectorise; blocks are
+    padded to one row count, so a run compiles each function once per (rows, N, n, dtype). Each
+    key compiles a fresh copy of ``fn``'s code, so a process that meets many shapes (a test suite,
+    a notebook) never reaches TorchDynamo's per-function recompile limit. A compile that fails on
+    the first call falls back to the eager function for this key."""
     import torch._inductor.config as inductor_config
 
     inductor_config.compile_threads = 1  # compile in this process (sweep workers are daemons)
     copy = types.FunctionType(fn.__code__.replace(), fn.__globals__, fn.__name__)
     with _validation_kept():
         compiled = torch.compile(copy, dynamic=False, fullgraph=True)
-    state = {"fn": compiled}
+    chosen: list[Callable] = []  # set by the first call: compiled, or fn if compiling failed
 
     def run(*args):
-        with _validation_kept():  # the first call may patch again
+        if chosen:
+            return chosen[0](*args)
+        with _validation_kept():  # the first call compiles, and TorchDynamo patches torch
             try:
-                return state["fn"](*args)
-            except Exception as err:  # a toolchain that fails on this shape: eager from now on
-                if state["fn"] is fn:
-                    raise
+                out = compiled(*args)
+                chosen.append(compiled)
+            except Exception as err:  # a toolchain that fails on this shape: the eager path
                 warnings.warn(
                     f"unmix: compiling {fn.__name__} failed ({err!r:.200}); eager path",
                     stacklevel=2,
                 )
-                state["fn"] = fn
-                return fn(*args)
+                chosen.append(fn)
+                out = fn(*args)
+        return out
 
     return run
 
