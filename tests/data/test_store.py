@@ -229,3 +229,46 @@ def test_an_image_store_is_a_torch_dataset_of_image_latent_pairs(tmp_path):
     assert torch.equal(x, ds.images([3])[0])
     xb, lb = next(iter(torch.utils.data.DataLoader(ds, batch_size=4)))
     assert xb.shape == (4, 3, 16, 16) and torch.equal(lb, ds.latents[:4])
+
+
+_CONCURRENT_WRITER = """
+import sys, time, torch
+from unmix.data import write_image_store
+
+def render(z):  # slow enough that the two writers overlap: 8 chunks of 0.1 s
+    time.sleep(0.1)
+    return z[:, :1, None, None].expand(-1, 3, 8, 8).clone()
+
+z = torch.linspace(0, 1, 64)[:, None].repeat(1, 2)
+store = write_image_store(sys.argv[1], z, render, chunk=8, progress=False)
+assert len(store) == 64
+"""
+
+
+def test_two_processes_writing_one_store_wait_for_each_other(tmp_path):
+    """Two runs started at once on one data set (two `unmix train` processes) render its store
+    once between them: the second waits on the store's lock, then opens the complete store.
+    Without the lock both wrote the same memory-mapped file, and the one whose file the other
+    re-created was killed by SIGBUS."""
+    import subprocess
+    import sys
+
+    script = tmp_path / "writer.py"
+    script.write_text(_CONCURRENT_WRITER)
+    root = tmp_path / "store"
+    procs = [
+        subprocess.Popen([sys.executable, str(script), str(root)], stderr=subprocess.PIPE)
+        for _ in range(2)
+    ]
+    for p in procs:
+        _, err = p.communicate(timeout=120)
+        assert p.returncode == 0, err.decode()[-2000:]
+    store = ImageStore(root)
+    expect = torch.linspace(0, 1, 64)
+    got = store.images(np.arange(64))[:, 0, 0, 0]
+    assert torch.allclose(got, expect, atol=0.5 / 255 + 1e-6)
+    assert (tmp_path / "store.lock").exists() and sorted(p.name for p in root.iterdir()) == [
+        "images.npy",
+        "latents.npy",
+        "meta.json",
+    ]

@@ -19,7 +19,12 @@ A store is a directory with exactly three files:
 :func:`write_image_store` renders in chunks and is resumable: after every chunk the pixels are
 flushed to disk *before* ``meta.json`` is replaced atomically (temporary file + :func:`os.replace`)
 with the new ``complete`` count, so a store never claims more images than were written. Rerun
-the same call after an interruption and it continues at ``complete``.
+the same call after an interruption and it continues at ``complete``. Writers of one store take
+an OS file lock (``<store>.lock`` beside it) for the whole call: a second process asking for
+the same store — two ``unmix train`` runs started at once on one data set — waits for the
+first, then finds the store complete (or resumes it, should the first have been killed; the
+lock is released however its holder exits). Without it both would write the same memory-mapped
+file and the one whose file was replaced under it would crash.
 
 :class:`ImageStore` opens a complete store; :class:`ImageDataset` is the read interface it
 shares with :class:`unmix.data.threedident.ThreeDIdent` and
@@ -456,6 +461,35 @@ def write_image_store(
     """
     root = Path(root)
     lat = _check_latents(latents)
+    with _store_lock(root):
+        return _write_image_store(root, lat, render, chunk, factor_names, info, progress)
+
+
+def _store_lock(root: Path):
+    """The blocking inter-process lock of store ``root``: the file ``<root>.lock`` beside it
+    (not inside it, so the store directory holds only its own files)."""
+    from filelock import FileLock
+
+    lock_path = root.parent / (root.name + ".lock")
+    try:
+        lock_path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise ConfigError(
+            f"cannot create the image store's directory {lock_path.parent} ({err.strerror}); "
+            "choose a writable data root ($UNMIX_DATA_DIR or data.root)."
+        ) from None
+    return FileLock(str(lock_path))
+
+
+def _write_image_store(
+    root: Path,
+    lat: np.ndarray,
+    render: Callable[[torch.Tensor], torch.Tensor],
+    chunk: int,
+    factor_names: Sequence[str] | None,
+    info: dict[str, Any] | None,
+    progress: bool,
+) -> ImageStore:
     if isinstance(chunk, bool) or not isinstance(chunk, int) or chunk < 1:
         raise ConfigError(f"chunk must be a positive integer, got {chunk!r}.")
     if not callable(render):
