@@ -300,6 +300,43 @@ def test_the_trainer_tells_the_objective_each_steps_progress(monkeypatch):
     assert weights[0] == 0.5 and weights[5] == pytest.approx(0.75) and weights[10:] == [1.0] * 10
 
 
+def _vae_warm(**objective) -> Setting:
+    base = tiny().to_dict()
+    base["latent"] = {"space": "box", "dim": 2, "low": -0.5, "high": 0.5}
+    base["mixing"] = {"kind": "moebius"}
+    base["model"] = {"kind": "vae", "hidden": [4], "vae": {"prior": "uniform", "gamma2": 1e3}}
+    base["objective"] = {"kind": "elbo", **objective}
+    return Setting.from_dict(base)
+
+
+def test_kl_warm_up_follows_its_schedule_and_resumes_exactly(tmp_path, monkeypatch):
+    from unmix.objectives.base import ELBOObjective
+
+    warm = _vae_warm(kl_weight=0.5, kl_start=0.2, kl_warmup=0.5)  # 0.1 → 0.5 over 10 of 20
+    seen = []
+    original = ELBOObjective.set_progress
+
+    def spy(self, step, total):
+        original(self, step, total)
+        seen.append(self.elbo.kl_weight)
+
+    monkeypatch.setattr(ELBOObjective, "set_progress", spy)
+    full = train(warm, tmp_path / "full")
+    assert seen[0] == pytest.approx(0.1) and seen[5] == pytest.approx(0.1 + 0.4 * 5 / 10)
+    assert seen[10:] == [0.5] * 10  # after the warm-up: the β-ELBO itself
+    plain = train(_vae_warm(kl_weight=0.5), tmp_path / "plain")
+    assert full.summary["loss"] != plain.summary["loss"]  # the schedule changed the path
+    resumed = _cut_at_20_and_resume(warm, tmp_path / "cut")
+    assert resumed.summary["resumed_from_step"] == 10  # resumed at the end of the warm-up
+    for key in ("loss", "r2", "mcc"):
+        assert resumed.summary[key] == full.summary[key]
+
+
+def test_kl_start_without_a_warm_up_is_refused_naming_the_field(tmp_path):
+    with pytest.raises(ConfigError, match="kl_start.*kl_warmup"):
+        train(_vae_warm(kl_start=0.5), tmp_path / "r")
+
+
 @pytest.mark.parametrize(
     "objective, field",
     [

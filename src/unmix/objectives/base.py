@@ -169,13 +169,41 @@ class SupervisedObjective(Objective):
 
 
 class ELBOObjective(Objective):
-    """The negative ELBO of a VAE model on ``batch.x`` (paper 004, eq. (1))."""
+    r"""The negative ELBO of a VAE model on ``batch.x`` (paper 004, eq. (1)).
+
+    ``kl_warmup`` > 0 (a fraction of the run) warms the KL term up: its weight rises linearly from
+    ``kl_start`` at the first step to the ELBO's own ``kl_weight`` β at ``kl_warmup ·
+    total_steps`` and stays β after (Bowman et al. 2016, "Generating sentences from a continuous
+    space", Sec. 3.1; Sønderby et al. 2016, "Ladder VAEs", Sec. 2.3), so the rest of the run —
+    and its optimum — are the ELBO's own. Early in training the decoder cannot yet use a factor
+    that changes few pixels, so at full weight its posterior falls onto the prior and stays there
+    (posterior collapse); a small early weight lets the encoder keep it until the decoder does.
+    The weight is a function of ``(step, total_steps)`` only, so a resumed run continues exactly.
+    """
 
     needs_pairs = False
 
-    def __init__(self, elbo: nn.Module) -> None:
+    def __init__(self, elbo: nn.Module, *, kl_start: float = 1.0, kl_warmup: float = 0.0) -> None:
         super().__init__()
         self.elbo = elbo
+        self.kl_final = float(elbo.kl_weight)
+        self.kl_start = float(kl_start)
+        self.kl_warmup = float(kl_warmup)
+        if self.kl_warmup > 0:
+            self.elbo.kl_weight = self.kl_start * self.kl_final
+
+    def kl_weight_at(self, step: int, total_steps: int) -> float:
+        """The KL term's weight at step ``step`` (0-based) of ``total_steps``: ``kl_start·β`` at
+        step 0, rising linearly to β at ``kl_warmup · total_steps``, β after."""
+        end = self.kl_warmup * total_steps
+        if step >= end:
+            return self.kl_final
+        frac = self.kl_start + (1.0 - self.kl_start) * step / end
+        return self.kl_final * frac
+
+    def set_progress(self, step: int, total_steps: int) -> None:
+        if self.kl_warmup > 0:
+            self.elbo.kl_weight = self.kl_weight_at(step, total_steps)
 
     def forward(self, model: nn.Module, batch: Batch) -> torch.Tensor:
         with torch.autocast(batch.x.device.type, enabled=False):  # the ELBO's densities: fp32

@@ -153,9 +153,21 @@ def elbo(
     *,
     kl_weight: Annotated[float, Field(ge=0, le=1e6)] = 1.0,
     mc_samples: Annotated[int, Field(ge=1, le=1024)] = 1,
+    kl_warmup: Annotated[float, Field(ge=0, le=1)] = 0.0,
+    kl_start: Annotated[float, Field(ge=0, le=1)] = 0.0,
 ):
     """The negative ELBO of a ``model.kind: vae`` (paper 004, eq. (1)); ``kl_weight`` is β of a
-    β-VAE (1 = the ELBO), ``mc_samples`` reparameterised samples per observation."""
+    β-VAE (1 = the ELBO), ``mc_samples`` reparameterised samples per observation. ``kl_warmup``
+    > 0 (a fraction of the run) raises the KL weight linearly from ``kl_start``·β to β over that
+    part of the run (KL warm-up; :class:`unmix.objectives.base.ELBOObjective`); 0 = none."""
     from unmix.objectives.base import ELBOObjective
 
-    return ELBOObjective(ELBO(kl_weight=kl_weight, mc_samples=mc_samples))
+    if kl_start and not kl_warmup:
+        raise ConfigError(
+            "objective.kl_start is the KL weight (a fraction of kl_weight) at the start of the KL "
+            "warm-up: set objective.kl_warmup too (the fraction of the run over which it rises, "
+            "e.g. 0.5) or remove kl_start."
+        )
+    return ELBOObjective(
+        ELBO(kl_weight=kl_weight, mc_samples=mc_samples), kl_start=kl_start, kl_warmup=kl_warmup
+    )
