@@ -175,10 +175,10 @@ class ELBOObjective(Objective):
     ``kl_start`` at the first step to the ELBO's own ``kl_weight`` β at ``kl_warmup ·
     total_steps`` and stays β after (Bowman et al. 2016, "Generating sentences from a continuous
     space", Sec. 3.1; Sønderby et al. 2016, "Ladder VAEs", Sec. 2.3), so the rest of the run —
-    and its optimum — are the ELBO's own. Early in training the decoder cannot yet use a factor
-    that changes few pixels, so at full weight its posterior falls onto the prior and stays there
-    (posterior collapse); a small early weight lets the encoder keep it until the decoder does.
-    The weight is a function of ``(step, total_steps)`` only, so a resumed run continues exactly.
+    and its optimum — are the ELBO's own. Its usual motivation is posterior collapse (a latent
+    the decoder cannot use yet falls onto the prior at full weight); on paper 004's Fig. 5 it did
+    not help — there the decoder's weak gradient for scale is the limit (docs/images.md). The
+    weight is a function of ``(step, total_steps)`` only, so a resumed run continues exactly.
     """
 
     needs_pairs = False
