@@ -283,17 +283,23 @@ def test_alignment_warm_up_is_applied_and_resumes_exactly(tmp_path):
         assert resumed.summary[key] == full.summary[key]
 
 
-def test_the_trainer_tells_the_objective_each_steps_progress(monkeypatch):
-    from unmix.objectives.base import Contrastive
-
+def _spy_progress(monkeypatch, cls, read) -> list:
+    """Record ``read(objective, step, total)`` after each ``cls.set_progress`` the trainer calls."""
     seen = []
-    original = Contrastive.set_progress
+    original = cls.set_progress
 
     def spy(self, step, total):
         original(self, step, total)
-        seen.append((step, total, self.loss.align_weight))
+        seen.append(read(self, step, total))
 
-    monkeypatch.setattr(Contrastive, "set_progress", spy)
+    monkeypatch.setattr(cls, "set_progress", spy)
+    return seen
+
+
+def test_the_trainer_tells_the_objective_each_steps_progress(monkeypatch):
+    from unmix.objectives.base import Contrastive
+
+    seen = _spy_progress(monkeypatch, Contrastive, lambda o, s, t: (s, t, o.loss.align_weight))
     train(_warm(align_start=0.5, align_warmup=0.5))
     assert [s for s, _, _ in seen] == list(range(20)) and {t for _, t, _ in seen} == {20}
     weights = [w for _, _, w in seen]
@@ -313,14 +319,7 @@ def test_kl_warm_up_follows_its_schedule_and_resumes_exactly(tmp_path, monkeypat
     from unmix.objectives.base import ELBOObjective
 
     warm = _vae_warm(kl_weight=0.5, kl_start=0.2, kl_warmup=0.5)  # 0.1 → 0.5 over 10 of 20
-    seen = []
-    original = ELBOObjective.set_progress
-
-    def spy(self, step, total):
-        original(self, step, total)
-        seen.append(self.elbo.kl_weight)
-
-    monkeypatch.setattr(ELBOObjective, "set_progress", spy)
+    seen = _spy_progress(monkeypatch, ELBOObjective, lambda o, s, t: o.elbo.kl_weight)
     full = train(warm, tmp_path / "full")
     assert seen[0] == pytest.approx(0.1) and seen[5] == pytest.approx(0.1 + 0.4 * 5 / 10)
     assert seen[10:] == [0.5] * 10  # after the warm-up: the β-ELBO itself
@@ -358,14 +357,7 @@ def test_temperature_warm_up_is_applied_and_resumes_exactly(tmp_path, monkeypatc
     from unmix.objectives.base import Contrastive
 
     warm = _warm(tau_start=2.0, tau_warmup=0.5)  # τ from 2 to 0.2 over the first 10 of 20 steps
-    seen = []
-    original = Contrastive.set_progress
-
-    def spy(self, step, total):
-        original(self, step, total)
-        seen.append(self.loss.tau)
-
-    monkeypatch.setattr(Contrastive, "set_progress", spy)
+    seen = _spy_progress(monkeypatch, Contrastive, lambda o, s, t: o.loss.tau)
     full = train(warm, tmp_path / "full")
     assert seen[0] == 2.0 and seen[5] == pytest.approx(2.0 * 0.1**0.5) and seen[10:] == [0.2] * 10
     assert full.summary["loss"] != train(_warm(), tmp_path / "plain").summary["loss"]

@@ -77,6 +77,15 @@ class Objective(nn.Module):
         so that a resumed run continues exactly. The default does nothing."""
 
 
+def linear_warmup(start: float, fraction: float, step: int, total_steps: int) -> float:
+    """A weight rising linearly from ``start`` at step 0 to 1 at ``fraction · total_steps`` and
+    1 after: the schedule of the alignment and KL warm-ups."""
+    end = fraction * total_steps
+    if step >= end:
+        return 1.0
+    return start + (1.0 - start) * step / end
+
+
 class Contrastive(Objective):
     r"""A feature-level contrastive loss ``loss(h, h_pos[, h_neg])`` as an objective.
 
@@ -114,10 +123,7 @@ class Contrastive(Objective):
 
     def align_weight_at(self, step: int, total_steps: int) -> float:
         """The positive term's weight at step ``step`` (0-based) of ``total_steps``."""
-        end = self.align_warmup * total_steps
-        if step >= end:
-            return 1.0
-        return self.align_start + (1.0 - self.align_start) * step / end
+        return linear_warmup(self.align_start, self.align_warmup, step, total_steps)
 
     def tau_at(self, step: int, total_steps: int) -> float:
         """The temperature at step ``step`` (0-based) of ``total_steps``."""
@@ -195,11 +201,7 @@ class ELBOObjective(Objective):
     def kl_weight_at(self, step: int, total_steps: int) -> float:
         """The KL term's weight at step ``step`` (0-based) of ``total_steps``: ``kl_start·β`` at
         step 0, rising linearly to β at ``kl_warmup · total_steps``, β after."""
-        end = self.kl_warmup * total_steps
-        if step >= end:
-            return self.kl_final
-        frac = self.kl_start + (1.0 - self.kl_start) * step / end
-        return self.kl_final * frac
+        return self.kl_final * linear_warmup(self.kl_start, self.kl_warmup, step, total_steps)
 
     def set_progress(self, step: int, total_steps: int) -> None:
         if self.kl_warmup > 0:
