@@ -337,14 +337,15 @@ class TrainSpec(_Strict):
     )
     precision: Literal["fp32", "bf16"] = Field(
         default="fp32",
-        description="bf16: the model's forward runs under bfloat16 autocast (CPU or GPU); the "
-        "loss, its gradient's finiteness check and every metric stay in float32",
+        description="bf16: the model's forward runs under bfloat16 autocast (CPU or GPU; an MLP "
+        "encoder's first and last linear layers and its head stay in float32); the loss, its "
+        "gradient's finiteness check and every metric stay in float32",
     )
     cpu_gemm: Literal["auto", "onednn", "blas"] = Field(
         default="auto",
-        description="the library of the models' float32 linear layers on CPU: oneDNN (auto, "
-        "where PyTorch has it) or PyTorch's BLAS; same results to float32 rounding "
-        "(unmix.models.linear)",
+        description="the library of the models' float32 linear layers on CPU: oneDNN or "
+        "PyTorch's BLAS; auto keeps the BLAS where it is MKL on an Intel CPU and takes oneDNN "
+        "elsewhere; same results to float32 rounding (unmix.models.linear)",
     )
     loss_kernels: Literal["auto", "compiled", "eager"] = Field(
         default="auto",

@@ -9,7 +9,9 @@ from torch import nn
 from unmix.errors import ConfigError
 from unmix.models.linear import (
     Linear,
+    auto_cpu_gemm,
     cpu_gemm,
+    cpu_vendor,
     current_cpu_gemm,
     linear,
     onednn_available,
@@ -116,8 +118,18 @@ def test_torch_func_transforms_and_autocast_take_the_torch_path():
     assert y16.dtype == torch.bfloat16
 
 
+def test_auto_keeps_mkl_on_intel_and_takes_onednn_elsewhere():
+    assert auto_cpu_gemm("GenuineIntel", blas_is_mkl=True, has_onednn=True) == "blas"
+    assert auto_cpu_gemm("AuthenticAMD", blas_is_mkl=True, has_onednn=True) == "onednn"
+    assert auto_cpu_gemm("GenuineIntel", blas_is_mkl=False, has_onednn=True) == "onednn"
+    assert auto_cpu_gemm("", blas_is_mkl=True, has_onednn=True) == "onednn"
+    for vendor in ("GenuineIntel", "AuthenticAMD", ""):
+        assert auto_cpu_gemm(vendor, blas_is_mkl=True, has_onednn=False) == "blas"
+
+
 def test_choice_is_validated_and_scoped():
-    assert current_cpu_gemm() == ("onednn" if onednn_available() else "blas")
+    mkl = bool(torch.backends.mkl.is_available())
+    assert current_cpu_gemm() == auto_cpu_gemm(cpu_vendor(), mkl, onednn_available())
     with cpu_gemm("blas"):
         assert current_cpu_gemm() == "blas"
         with cpu_gemm("auto") as inner:
