@@ -150,3 +150,24 @@ def test_gradient_reaches_every_parameter():
     for name, p in [*enc.named_parameters(), *dec.named_parameters()]:
         assert p.grad is not None, name
         assert p.grad.abs().sum() > 0, name
+
+
+@pytest.mark.parametrize("hidden_mult", [0, 2])
+def test_bf16_autocast_keeps_the_output_layer_and_head_in_float32(hidden_mult):
+    from unmix.models.linear import Linear
+
+    torch.manual_seed(0)
+    enc = ImageEncoder(ConvBackbone(3, 16, (4, 4), 8), 3, hidden_mult, space="sphere")
+    seen: list[tuple[torch.dtype, torch.dtype]] = []
+    for layer in enc.modules():
+        if isinstance(layer, Linear):
+            layer.register_forward_hook(lambda m, i, o: seen.append((i[0].dtype, o.dtype)))
+    x = torch.rand(4, 3, 16, 16)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        z = enc(x)
+    f32, b16 = torch.float32, torch.bfloat16
+    # the backbone's linear layer (and the hidden projection) in bf16, the output layer in fp32
+    assert seen[-1] == (f32, f32)
+    assert all(o == b16 for _, o in seen[:-1])
+    assert z.dtype == f32
+    assert 0 < (z - enc(x)).abs().max() < 0.05

@@ -162,7 +162,20 @@ class ImageEncoder(nn.Module):
         self.head = make_head(space, self.out_dim, radius, learn_radius)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.head(self.projection(self.backbone(x)))
+        f = self.backbone(x)
+        device = f.device.type
+        if not torch.is_autocast_enabled(device):
+            return self.head(self.projection(f))
+        # bf16 autocast: the output layer and the head in float32, as MLPEncoder's (the code's
+        # differences are what the loss compares; bf16 keeps 8 significant bits)
+        if isinstance(self.projection, nn.Sequential):
+            *front, last = self.projection
+            for layer in front:
+                f = layer(f)
+        else:
+            last = self.projection
+        with torch.autocast(device, enabled=False):
+            return self.head(last(f.float()))
 
 
 class ConvDecoder(nn.Module):
