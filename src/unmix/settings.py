@@ -325,6 +325,14 @@ class TrainSpec(_Strict):
     warmup_steps: int = Field(default=0, ge=0, le=1_000_000_000)
     final_lr_factor: float = Field(default=0.01, ge=0, le=1)
     grad_clip: float | None = Field(default=None, gt=0, allow_inf_nan=False)
+    weight_decay: float = Field(
+        default=0.0,
+        ge=0,
+        le=1,
+        allow_inf_nan=False,
+        description="decoupled weight decay (AdamW: every step shrinks each trainable weight by "
+        "lr·weight_decay of itself); 0 = plain Adam, the papers' optimiser",
+    )
     eval_every: int = Field(default=500, ge=1)
     eval_samples: int = Field(default=4096, ge=16, le=10_000_000)
     checkpoint_every: int = Field(default=1000, ge=1)

@@ -134,6 +134,15 @@ def _prepare_run_dir(path: Path) -> Path:
     return path
 
 
+def make_optimizer(params: list[torch.nn.Parameter], spec: TrainSpec) -> torch.optim.Optimizer:
+    """Adam at ``spec.lr`` (the papers' optimiser), with decoupled weight decay (AdamW's: each
+    step ``θ ← θ − lr·λ·θ`` beside Adam's update) when ``spec.weight_decay`` λ > 0; at λ = 0 the
+    decay is skipped and the steps are plain Adam's."""
+    return torch.optim.Adam(
+        params, lr=spec.lr, weight_decay=spec.weight_decay, decoupled_weight_decay=True
+    )
+
+
 def _train(setting, out_dir, device, resume, progress, hooks, provenance) -> RunResult:
     if device.startswith("cuda"):
         torch.backends.cuda.matmul.allow_tf32 = True
@@ -142,7 +151,7 @@ def _train(setting, out_dir, device, resume, progress, hooks, provenance) -> Run
     run_dir = Path(out_dir) if out_dir is not None else None
     exp = Experiment.build(setting, device, progress=progress)  # (renders a data set first)
     trainable = [p for p in exp.encoder.parameters() if p.requires_grad]
-    opt = torch.optim.Adam(trainable, lr=spec.lr) if trainable else None
+    opt = make_optimizer(trainable, spec) if trainable else None
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lr_factor(spec)) if opt else None
     gen = exp.stream_generator("train/batches")
     z_eval = exp.eval_data()
@@ -403,6 +412,10 @@ def _restore(path: Path, setting: Setting, exp: Experiment, opt, sched, gen):
     except (KeyError, RuntimeError, TypeError, ValueError) as err:
         raise CheckpointError(f"Checkpoint {path} does not match this model ({err}).") from None
     step = int(state["step"])
+    if opt:  # the decay is a train.* field too (and checkpoints before it saved none)
+        for group in opt.param_groups:
+            group["weight_decay"] = setting.train.weight_decay
+            group["decoupled_weight_decay"] = True
     if opt and changed:  # the schedule continues from `step` with the new train.* fields
         sched.base_lrs = [setting.train.lr for _ in opt.param_groups]
         sched.lr_lambdas = [lr_factor(setting.train) for _ in opt.param_groups]
