@@ -161,7 +161,7 @@ class _TorchEncoder(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstim
 
     def _train(self, data: Any, n_features: int) -> None:
         from unmix.settings import TrainSpec
-        from unmix.train import lr_factor
+        from unmix.train import lr_factor, make_optimizer
 
         device = self._device()
         model, objective = self._build(n_features)
@@ -174,7 +174,7 @@ class _TorchEncoder(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstim
             warmup_steps=self.warmup_steps,
         )
         params = [p for p in model.parameters() if p.requires_grad]
-        opt = torch.optim.Adam(params, lr=spec.lr)
+        opt = make_optimizer(params, spec)  # plain Adam (the estimator sets no weight decay)
         sched = torch.optim.lr_scheduler.LambdaLR(opt, lr_factor(spec))
         g = sd.torch_generator(self.seed, "train/batches", device)
         losses = []

@@ -345,9 +345,9 @@ class TrainSpec(_Strict):
     )
     precision: Literal["fp32", "bf16"] = Field(
         default="fp32",
-        description="bf16: the model's forward runs under bfloat16 autocast (CPU or GPU; an MLP "
-        "encoder's first and last linear layers and its head stay in float32); the loss, its "
-        "gradient's finiteness check and every metric stay in float32",
+        description="bf16: the model's forward runs under bfloat16 autocast (CPU or GPU; an "
+        "encoder's output layer and head, and an MLP encoder's first layer, stay in float32); "
+        "the loss, its gradient's finiteness check and every metric stay in float32",
     )
     cpu_gemm: Literal["auto", "onednn", "blas"] = Field(
         default="auto",

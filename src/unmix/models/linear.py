@@ -17,12 +17,13 @@ a different order (``tests/models/test_linear.py`` checks values and gradients a
 
 Which library runs is chosen by :func:`cpu_gemm` (a context manager; ``train.cpu_gemm`` of a
 setting): ``"auto"`` (default) keeps PyTorch's BLAS where that BLAS is MKL on an Intel CPU (MKL's
-own vendor, where it takes its fast paths: on this project's Intel Xeon machines it beat oneDNN by
-1.1–1.4× on the training step) and uses oneDNN elsewhere where PyTorch was built with it (see
-:func:`auto_cpu_gemm`); ``"onednn"`` requires oneDNN, ``"blas"`` keeps PyTorch's own path. Every other case takes PyTorch's path too: CUDA, dtypes
-other than float32, bf16 autocast (which already runs on oneDNN), and inside ``torch.func``
-transforms (``vmap``/``jacrev``, as :mod:`unmix.metrics.c_ima` uses). The backward is once
-differentiable (no double backward through the oneDNN path).
+own vendor, where it takes its fast paths: on this project's Intel Xeon machine it beat oneDNN by
+1.2–1.3× on the training step) and uses oneDNN elsewhere where PyTorch was built with it (see
+:func:`auto_cpu_gemm`); ``"onednn"`` requires oneDNN, ``"blas"`` keeps PyTorch's own path. Every
+other case takes PyTorch's path too: CUDA, dtypes other than float32, bf16 autocast (which
+already runs on oneDNN), and inside ``torch.func`` transforms (``vmap``/``jacrev``, as
+:mod:`unmix.metrics.c_ima` uses). The backward is once differentiable (no double backward through
+the oneDNN path).
 
 Example::
 
@@ -86,8 +87,8 @@ def auto_cpu_gemm(vendor: str, blas_is_mkl: bool, has_onednn: bool) -> str:
 
     MKL dispatches its fast kernels by vendor: on the AMD EPYC machines this project measured, a
     2048² float32 GEMM ran at ≈ 175 GFLOP/s on MKL and ≈ 390 on oneDNN (two threads); on Intel
-    Xeon machines (AVX-512, AMX) MKL reached 335–364 against oneDNN's 312–345, and the training
-    step 1.1–1.4× faster (docs/performance.md). The choice depends on the machine only — never
+    Xeon machine (AVX-512, AMX) MKL reached 313–364 against oneDNN's 293–345, and the training
+    step ran 1.2–1.3× faster on it (docs/performance.md). The choice depends on the machine only — never
     on a timing — so a run's library, and with it its float32 rounding, is the same every time
     on one machine.
 
