@@ -412,15 +412,15 @@ def _restore(path: Path, setting: Setting, exp: Experiment, opt, sched, gen):
     except (KeyError, RuntimeError, TypeError, ValueError) as err:
         raise CheckpointError(f"Checkpoint {path} does not match this model ({err}).") from None
     step = int(state["step"])
-    if opt:  # the decay is a train.* field too (and checkpoints before it saved none)
-        for group in opt.param_groups:
-            group["weight_decay"] = setting.train.weight_decay
-            group["decoupled_weight_decay"] = True
     if opt and changed:  # the schedule continues from `step` with the new train.* fields
         sched.base_lrs = [setting.train.lr for _ in opt.param_groups]
         sched.lr_lambdas = [lr_factor(setting.train) for _ in opt.param_groups]
         for group in opt.param_groups:
             group["lr"] = setting.train.lr * lr_factor(setting.train)(step)
+            # the loaded groups hold the checkpoint's decay (plain Adam's in checkpoints before
+            # train.weight_decay): make_optimizer's, at the new value
+            group["weight_decay"] = setting.train.weight_decay
+            group["decoupled_weight_decay"] = True
     elapsed = float(state.get("elapsed_s", 0.0))
     cpu = float(state.get("cpu_s", elapsed))  # checkpoints before 0.2 kept wall time only
     return step, elapsed, cpu, list(state["history"]), changed

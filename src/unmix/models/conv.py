@@ -27,7 +27,7 @@ from torch import nn
 
 from unmix.errors import ConfigError
 from unmix.models.heads import make_head
-from unmix.models.linear import Linear
+from unmix.models.linear import Linear, float32_tail
 
 __all__ = ["ConvBackbone", "ConvDecoder", "ImageEncoder"]
 
@@ -163,19 +163,16 @@ class ImageEncoder(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         f = self.backbone(x)
-        device = f.device.type
-        if not torch.is_autocast_enabled(device):
+        if not torch.is_autocast_enabled(f.device.type):
             return self.head(self.projection(f))
         # bf16 autocast: the output layer and the head in float32, as MLPEncoder's (the code's
         # differences are what the loss compares; bf16 keeps 8 significant bits)
-        if isinstance(self.projection, nn.Sequential):
-            *front, last = self.projection
-            for layer in front:
-                f = layer(f)
-        else:
-            last = self.projection
-        with torch.autocast(device, enabled=False):
-            return self.head(last(f.float()))
+        *front, last = (
+            self.projection if isinstance(self.projection, nn.Sequential) else [self.projection]
+        )
+        for layer in front:
+            f = layer(f)
+        return float32_tail(f, last, self.head)
 
 
 class ConvDecoder(nn.Module):

@@ -22,7 +22,7 @@ import torch
 from torch import nn
 
 from unmix.models.heads import make_head
-from unmix.models.linear import Linear
+from unmix.models.linear import Linear, float32_tail
 
 
 class MLPEncoder(nn.Module):
@@ -60,17 +60,14 @@ class MLPEncoder(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         x = (x - self.input_shift) * self.input_scale
-        device = x.device.type
-        if not torch.is_autocast_enabled(device) or len(self.backbone) < 3:
+        if not torch.is_autocast_enabled(x.device.type) or len(self.backbone) < 3:
             return self.head(self.backbone(x))
         # bf16 autocast: the hidden layers in bf16, the input's and the output's layers in float32
         first, *hidden, last = self.backbone
-        with torch.autocast(device, enabled=False):
-            y = first(x.float())
+        y = float32_tail(x, first)
         for layer in hidden:
             y = layer(y)
-        with torch.autocast(device, enabled=False):
-            return self.head(last(y.float()))
+        return float32_tail(y, last, self.head)
 
 
 class IdentityEncoder(nn.Module):

@@ -100,15 +100,29 @@ def auto_cpu_gemm(vendor: str, blas_is_mkl: bool, has_onednn: bool) -> str:
     return "onednn"
 
 
+@functools.cache
+def _auto() -> str:
+    """:func:`auto_cpu_gemm` on this machine and build, once (every layer's forward asks)."""
+    return auto_cpu_gemm(cpu_vendor(), bool(torch.backends.mkl.is_available()), onednn_available())
+
+
+def float32_tail(y: torch.Tensor, *layers: nn.Module) -> torch.Tensor:
+    """``layers`` applied to ``y`` in float32 with autocast off: how an encoder under bf16
+    autocast keeps its output layer and head (and an MLP its input layer) out of bf16."""
+    with torch.autocast(y.device.type, enabled=False):
+        y = y.float()
+        for layer in layers:
+            y = layer(y)
+    return y
+
+
 def resolve_cpu_gemm(backend: str) -> str:
     """``auto`` → ``onednn`` or ``blas`` on this machine and build (:func:`auto_cpu_gemm`);
     ``onednn`` without it → one-line error."""
     if backend not in CPU_GEMMS:
         raise ConfigError(f"train.cpu_gemm must be one of {', '.join(CPU_GEMMS)}, got {backend!r}.")
     if backend == "auto":
-        return auto_cpu_gemm(
-            cpu_vendor(), bool(torch.backends.mkl.is_available()), onednn_available()
-        )
+        return _auto()
     if backend == "onednn" and not onednn_available():
         raise ConfigError(
             "train.cpu_gemm: onednn, but this PyTorch build has no oneDNN. "
