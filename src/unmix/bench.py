@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import statistics
 import time
+import warnings
 from dataclasses import dataclass
 
 import torch
 
-from unmix.devices import resolve_device
+from unmix.devices import bf16_warning, native_bf16, resolve_device
 from unmix.errors import ConfigError
 from unmix.experiment import Experiment
 from unmix.models.linear import cpu_gemm, onednn_available
@@ -29,7 +30,9 @@ BENCH_IMAGES = 2048
 class BenchResult:
     """One benchmark: median seconds per step and per stage, and what bounds them — the step's
     matmul GFLOP (:func:`matmul_gflop`) beside the GEMM peak measured in the same process
-    (:func:`gemm_peak_gflops`), so ``fraction_of_peak`` is a measured figure."""
+    (:func:`gemm_peak_gflops`), so ``fraction_of_peak`` is a measured figure. The peak is
+    float32's (the faster library's, on CPU), or bfloat16's for a bf16 step on hardware with
+    bf16 arithmetic (:func:`unmix.devices.native_bf16`)."""
 
     setting: str
     batch_size: int
@@ -152,6 +155,8 @@ def bench_steps(
     precision = precision or setting.train.precision
     if precision not in ("fp32", "bf16"):
         raise ConfigError(f"--precision must be fp32 or bf16, got {precision!r}.")
+    if precision == "bf16" and (message := bf16_warning(device)):
+        warnings.warn(message, stacklevel=2)
     with (
         cpu_gemm(setting.train.cpu_gemm) as lib,
         loss_kernels(setting.train.loss_kernels, device.split(":")[0]) as kernels,
@@ -200,7 +205,11 @@ def bench_steps(
         stages = {k: statistics.median(v) for k, v in times.items()}
         m = int(getattr(obj, "n_negatives", 0))
         rows = 2 * batch_size + (m if getattr(obj, "shared_negatives", False) else batch_size * m)
-    peak_dtype = torch.bfloat16 if precision == "bf16" else torch.float32
+    # bf16 steps are measured against the bf16 peak where the hardware has bf16 arithmetic;
+    # without it PyTorch's bf16 products are slow generic code, and the float32 peak is the
+    # machine's (the step's fraction of it then says how much bf16 costs)
+    bf16_peak = precision == "bf16" and native_bf16(dev)
+    peak_dtype = torch.bfloat16 if bf16_peak else torch.float32
     peaks = gemm_peaks(dev) if dev.type == "cpu" and peak_dtype == torch.float32 else None
     return BenchResult(
         setting.name,

@@ -20,7 +20,7 @@ from typing import Any
 import torch
 
 from unmix import plugins, runs, seeds
-from unmix.devices import resolve_device
+from unmix.devices import bf16_warning, resolve_device
 from unmix.errors import CheckpointError, ConfigError, TrainingError
 from unmix.experiment import Experiment
 from unmix.models.linear import cpu_gemm, current_cpu_gemm
@@ -248,6 +248,8 @@ def _train(setting, out_dir, device, resume, progress, hooks, provenance) -> Run
     autocast = torch.autocast(
         exp.device.type, dtype=torch.bfloat16, enabled=spec.precision == "bf16"
     )
+    if spec.precision == "bf16" and (message := bf16_warning(exp.device)):
+        warnings.warn(message, stacklevel=2)
     t_start = time.perf_counter()
     cpu_start = time.process_time()
     last_checkpoint = t_start

@@ -1,7 +1,7 @@
 r"""A drop-in :class:`torch.nn.Linear` whose CPU float32 products run on oneDNN.
 
 PyTorch's CPU wheels send a float32 ``nn.Linear`` to the BLAS it was built with (MKL). On CPUs
-where that BLAS takes a slow code path — measured on this project's AMD EPYC machines, where
+where that BLAS takes a slow code path — measured on this project's AMD EPYC machine with AVX-512 (Zen 4), where
 MKL reaches ≈ 50–100 GFLOP/s on one core and oneDNN, also bundled with PyTorch, ≈ 180 — the
 encoder's products are most of a training step. :class:`Linear` keeps ``nn.Linear``'s parameters,
 initialisation and ``state_dict`` keys; on a CPU float32 input it computes
@@ -18,8 +18,9 @@ a different order (``tests/models/test_linear.py`` checks values and gradients a
 Which library runs is chosen by :func:`cpu_gemm` (a context manager; ``train.cpu_gemm`` of a
 setting): ``"auto"`` (default) keeps PyTorch's BLAS where that BLAS is MKL on an Intel CPU (MKL's
 own vendor, where it takes its fast paths: on this project's Intel Xeon machine it beat oneDNN by
-1.2–1.3× on the training step) and uses oneDNN elsewhere where PyTorch was built with it (see
-:func:`auto_cpu_gemm`); ``"onednn"`` requires oneDNN, ``"blas"`` keeps PyTorch's own path. Every
+1.2–1.3× on the training step) or on a CPU without AVX-512 (both libraries then run AVX2 kernels;
+MKL's were 1.1–1.2× faster on an AMD EPYC Zen 3), and uses oneDNN on other AVX-512 CPUs where
+PyTorch was built with it (see :func:`auto_cpu_gemm`); ``"onednn"`` requires oneDNN, ``"blas"`` keeps PyTorch's own path. Every
 other case takes PyTorch's path too: CUDA, dtypes other than float32, bf16 autocast (which
 already runs on oneDNN), and inside ``torch.func`` transforms (``vmap``/``jacrev``, as
 :mod:`unmix.metrics.c_ima` uses). The backward is once differentiable (no double backward through
@@ -50,6 +51,7 @@ import torch
 from torch import nn
 from torch.autograd.function import once_differentiable
 
+from unmix.devices import cpu_flags
 from unmix.errors import ConfigError
 
 CpuGemm = Literal["auto", "onednn", "blas"]
@@ -81,21 +83,27 @@ def cpu_vendor() -> str:
     return platform.processor() or ""
 
 
-def auto_cpu_gemm(vendor: str, blas_is_mkl: bool, has_onednn: bool) -> str:
+def auto_cpu_gemm(vendor: str, blas_is_mkl: bool, has_onednn: bool, avx512: bool = True) -> str:
     """What ``train.cpu_gemm: auto`` picks: ``blas`` when PyTorch's BLAS is MKL and the CPU is
-    Intel's (``vendor`` ``GenuineIntel``), or when there is no oneDNN; ``onednn`` otherwise.
+    Intel's (``vendor`` ``GenuineIntel``) or has no AVX-512 (``avx512``: the ``avx512f`` flag),
+    or when there is no oneDNN; ``onednn`` otherwise — an AVX-512 CPU of another vendor, or a
+    BLAS that is not MKL.
 
-    MKL dispatches its fast kernels by vendor: on the AMD EPYC machines this project measured, a
-    2048² float32 GEMM ran at ≈ 175 GFLOP/s on MKL and ≈ 390 on oneDNN (two threads); on Intel
-    Xeon machine (AVX-512, AMX) MKL reached 313–364 against oneDNN's 293–345, and the training
-    step ran 1.2–1.3× faster on it (docs/performance.md). The choice depends on the machine only — never
-    on a timing — so a run's library, and with it its float32 rounding, is the same every time
-    on one machine.
+    MKL dispatches its AVX-512 kernels by vendor: on the AMD EPYC machine with AVX-512 this
+    project measured (Zen 4), a 2048² float32 GEMM ran at ≈ 175 GFLOP/s on MKL and ≈ 390 on
+    oneDNN (two threads); on an AMD EPYC without AVX-512 (Zen 3, AVX2), where both libraries run
+    AVX2 kernels, MKL reached ≈ 180 against oneDNN's 140–155 and the training step ran 1.1–1.2×
+    faster on it; on the Intel Xeon machine (AVX-512, AMX) MKL reached 313–364 against oneDNN's
+    293–345, and the step ran 1.2–1.3× faster (docs/performance.md). The choice depends on the
+    machine only — never on a timing — so a run's library, and with it its float32 rounding, is
+    the same every time on one machine.
 
     >>> auto_cpu_gemm("GenuineIntel", True, True), auto_cpu_gemm("AuthenticAMD", True, True)
     ('blas', 'onednn')
+    >>> auto_cpu_gemm("AuthenticAMD", True, True, avx512=False)
+    'blas'
     """
-    if not has_onednn or (blas_is_mkl and vendor == "GenuineIntel"):
+    if not has_onednn or (blas_is_mkl and (vendor == "GenuineIntel" or not avx512)):
         return "blas"
     return "onednn"
 
@@ -103,7 +111,12 @@ def auto_cpu_gemm(vendor: str, blas_is_mkl: bool, has_onednn: bool) -> str:
 @functools.cache
 def _auto() -> str:
     """:func:`auto_cpu_gemm` on this machine and build, once (every layer's forward asks)."""
-    return auto_cpu_gemm(cpu_vendor(), bool(torch.backends.mkl.is_available()), onednn_available())
+    return auto_cpu_gemm(
+        cpu_vendor(),
+        bool(torch.backends.mkl.is_available()),
+        onednn_available(),
+        avx512="avx512f" in cpu_flags(),
+    )
 
 
 def float32_tail(y: torch.Tensor, *layers: nn.Module) -> torch.Tensor:
