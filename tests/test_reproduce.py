@@ -143,3 +143,28 @@ def test_departures_name_the_fields_where_a_run_left_the_paper(tmp_path):
     (tmp_path / runs.CONFIG).write_text(box.setting.replace(**warm).to_yaml())
     row = {**row, "preset": box.name}
     assert departures(box, [row]) == "τ 0.005, τ warm-up (1 → 0.005 over 50% of steps)"
+
+
+def test_report_only_writes_the_finished_runs_and_trains_nothing(tmp_path):
+    """A sweep still running (or cut short): its report from the runs that finished, the others
+    listed, nothing trained or moved."""
+    from unmix.train import train
+
+    out = tmp_path / "results"
+    items = plan("zimmermann-table1", "smoke", 1, out)
+    (run, _, job) = next(i for i in items if i[0].preset.endswith("row2"))
+    train(job.setting, job.run_dir)
+    before = sorted(p.relative_to(out) for p in out.rglob("*"))
+    args = ["reproduce", "zimmermann-table1", "--budget", "smoke", "--out", str(out)]
+    result = runner.invoke(app, [*args, "--report-only"])
+    assert result.exit_code == 0, result.output
+    assert "21 planned run(s) not finished yet" in result.output
+    df = pd.read_csv(out / "smoke" / "zimmermann-table1.csv")
+    assert len(df) == 1 and df["r2"].between(-1, 1).all()
+    md = (out / "smoke" / "zimmermann-table1.md").read_text()
+    assert "**Partial report** (`--report-only`): 1 of 22 planned runs finished" in md
+    assert "zimmermann-table1-row1" in md.split("Partial report")[1]  # listed as missing
+    after = [p.relative_to(out) for p in out.rglob("*")]
+    assert sorted(p for p in after if p.parts[0] != "smoke" or len(p.parts) > 2) == [
+        p for p in before if p.parts[0] != "smoke" or len(p.parts) > 2
+    ]  # no run trained, none moved (only the report files are new)

@@ -16,12 +16,13 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from unmix import runs
 from unmix.devices import resolve_device
 from unmix.errors import ConfigError
 from unmix.papers import PAPERS, PlannedRun, Target, get_target
 from unmix.reproduce.common import ReproduceReport, collect_rows, report_dir, write_report
 from unmix.resolve import Resolved, resolve
-from unmix.sweep import Job, JobOutcome, run_jobs
+from unmix.sweep import Job, JobOutcome, run_jobs, stale_fields
 
 __all__ = ["ReproduceReport", "plan", "reproduce", "run_row"]
 
@@ -122,6 +123,17 @@ def run_row(run: PlannedRun, summary: dict[str, Any], run_dir: Path) -> dict[str
     }
 
 
+def _finished_outcome(job: Job) -> JobOutcome:
+    """``job``'s outcome without training: its summary where it finished with this setting."""
+    if runs.is_finished(job.run_dir) and not stale_fields(job):
+        return JobOutcome(job, runs.load_summary(job.run_dir), skipped=True)
+    return JobOutcome(job, None, error=NOT_FINISHED)
+
+
+#: The error of a planned run that ``report_only`` found unfinished (or of another setting).
+NOT_FINISHED = "not finished (report only: nothing was trained)"
+
+
 def reproduce(
     target: str,
     budget: str = "quick",
@@ -135,8 +147,13 @@ def reproduce(
     overrides: dict[str, Any] | None = None,
     tensorboard: bool = False,
     on_plan: Callable[[list[Job]], None] | None = None,
+    report_only: bool = False,
 ) -> ReproduceReport:
-    """Run (or reuse) every run of ``target`` and write its report files into ``out/budget``."""
+    """Run (or reuse) every run of ``target`` and write its report files into ``out/budget``.
+
+    ``report_only``: train nothing — write the report from the runs already finished with the
+    planned setting (a sweep still running or cut short); the others are listed in the report and
+    in ``failures`` as not finished, and nothing on disk is moved."""
     t0 = time.perf_counter()
     device = resolve_device(device)  # one line now, not one failure per run
     tgt: Target = get_target(target)
@@ -145,9 +162,12 @@ def reproduce(
         items = [(run, res, replace(job, tensorboard=True)) for run, res, job in items]
     if on_plan is not None:
         on_plan([job for *_, job in items])
-    outcomes = run_jobs(
-        [job for *_, job in items], workers=workers, backend=backend, on_done=on_done
-    )
+    if report_only:
+        outcomes = [_finished_outcome(job) for *_, job in items]
+    else:
+        outcomes = run_jobs(
+            [job for *_, job in items], workers=workers, backend=backend, on_done=on_done
+        )
 
     def row(i: int, summary: dict[str, Any]) -> dict[str, Any]:
         run, resolved, job = items[i]
@@ -159,6 +179,11 @@ def reproduce(
     rows, failures = collect_rows([run.label for run, *_ in items], outcomes, row)
     folder = report_dir(out, budget)
     md = tgt.report(rows, folder, budget, seeds)
+    if report_only and failures:
+        md += (
+            f"\n\n**Partial report** (`--report-only`): {len(rows)} of {len(items)} planned runs "
+            f"finished; not yet finished: {', '.join(f.split(':')[0] for f in failures)}.\n"
+        )
     write_report(folder, target, rows, md)
     if tensorboard:
         from unmix.tracking import write_report_figures
