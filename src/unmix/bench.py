@@ -155,7 +155,7 @@ def bench_steps(
     precision = precision or setting.train.precision
     if precision not in ("fp32", "bf16"):
         raise ConfigError(f"--precision must be fp32 or bf16, got {precision!r}.")
-    if precision == "bf16" and (message := bf16_warning(device)):
+    if message := bf16_warning(precision, device):
         warnings.warn(message, stacklevel=2)
     with (
         cpu_gemm(setting.train.cpu_gemm) as lib,

@@ -4,6 +4,7 @@ machine's processor can do (:func:`cpu_flags`, :func:`native_bf16`)."""
 from __future__ import annotations
 
 import functools
+import platform
 import re
 
 import torch
@@ -36,18 +37,32 @@ def resolve_device(device: str) -> str:
 
 
 @functools.cache
-def cpu_flags() -> frozenset[str]:
-    """The CPU's feature flags (``avx2``, ``avx512f``, ``avx512_bf16``, … on x86; ``bf16``, …
-    on Arm), read once from ``/proc/cpuinfo`` (its ``flags`` or ``Features`` line); empty where
-    unknown (not Linux)."""
+def _cpuinfo_line(*keys: str) -> str | None:
+    """The value of the first ``/proc/cpuinfo`` line starting with one of ``keys`` (read once per
+    key set); ``None`` where there is none or no such file (not Linux)."""
     try:
         with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as f:
             for line in f:
-                if line.startswith(("flags", "Features")):
-                    return frozenset(line.split(":", 1)[1].split())
+                if line.startswith(keys):
+                    return line.split(":", 1)[1]
     except OSError:
         pass
-    return frozenset()
+    return None
+
+
+@functools.cache
+def cpu_flags() -> frozenset[str]:
+    """The CPU's feature flags (``avx2``, ``avx512f``, ``avx512_bf16``, … on x86; ``bf16``, …
+    on Arm), from ``/proc/cpuinfo`` (its ``flags`` or ``Features`` line); empty where unknown."""
+    return frozenset((_cpuinfo_line("flags", "Features") or "").split())
+
+
+@functools.cache
+def cpu_vendor() -> str:
+    """The CPU's vendor string (``GenuineIntel``, ``AuthenticAMD``, …; ``""`` where unknown), from
+    ``/proc/cpuinfo`` on Linux, else from :func:`platform.processor`."""
+    line = _cpuinfo_line("vendor_id")
+    return line.strip() if line is not None else (platform.processor() or "")
 
 
 #: CPU flags of native bfloat16 arithmetic: AVX-512 BF16 and AMX on x86, the BF16 extension on Arm.
@@ -70,10 +85,10 @@ def native_bf16(device: str | torch.device, flags: frozenset[str] | None = None)
     return bool((cpu_flags() if flags is None else flags) & BF16_FLAGS)
 
 
-def bf16_warning(device: str | torch.device) -> str | None:
+def bf16_warning(precision: str, device: str | torch.device) -> str | None:
     """The one-line warning for ``precision: bf16`` on a device without native bf16 (``None``
-    where it has it)."""
-    if native_bf16(device):
+    for fp32, or where the device has it)."""
+    if precision != "bf16" or native_bf16(device):
         return None
     return (
         f"precision bf16 on {torch.device(device).type}: this processor has no native bfloat16 "

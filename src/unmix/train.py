@@ -248,7 +248,7 @@ def _train(setting, out_dir, device, resume, progress, hooks, provenance) -> Run
     autocast = torch.autocast(
         exp.device.type, dtype=torch.bfloat16, enabled=spec.precision == "bf16"
     )
-    if spec.precision == "bf16" and (message := bf16_warning(exp.device)):
+    if message := bf16_warning(spec.precision, exp.device):
         warnings.warn(message, stacklevel=2)
     t_start = time.perf_counter()
     cpu_start = time.process_time()

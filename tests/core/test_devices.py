@@ -28,11 +28,12 @@ def test_native_bf16_is_any_of_the_bf16_flags(flag):
 
 def test_the_warning_names_the_missing_hardware_and_the_fix(monkeypatch):
     monkeypatch.setattr(devices, "cpu_flags", lambda: frozenset({"avx2"}))
-    message = bf16_warning("cpu")
+    assert bf16_warning("fp32", "cpu") is None
+    message = bf16_warning("bf16", "cpu")
     assert message is not None and "\n" not in message
     assert "avx512_bf16" in message and "precision fp32" in message
     monkeypatch.setattr(devices, "cpu_flags", lambda: frozenset({"avx2", "amx_bf16"}))
-    assert bf16_warning(torch.device("cpu")) is None
+    assert bf16_warning("bf16", torch.device("cpu")) is None
 
 
 @pytest.mark.parametrize("native", [False, True])

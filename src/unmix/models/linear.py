@@ -1,8 +1,8 @@
 r"""A drop-in :class:`torch.nn.Linear` whose CPU float32 products run on oneDNN.
 
 PyTorch's CPU wheels send a float32 ``nn.Linear`` to the BLAS it was built with (MKL). On CPUs
-where that BLAS takes a slow code path — measured on this project's AMD EPYC machine with AVX-512 (Zen 4), where
-MKL reaches ≈ 50–100 GFLOP/s on one core and oneDNN, also bundled with PyTorch, ≈ 180 — the
+where that BLAS takes a slow code path — measured on this project's AMD EPYC machine with AVX-512 (Zen 4),
+where MKL reaches ≈ 50–100 GFLOP/s on one core and oneDNN, also bundled with PyTorch, ≈ 180 — the
 encoder's products are most of a training step. :class:`Linear` keeps ``nn.Linear``'s parameters,
 initialisation and ``state_dict`` keys; on a CPU float32 input it computes
 
@@ -43,7 +43,6 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import functools
-import platform
 from collections.abc import Iterator
 from typing import Literal
 
@@ -51,7 +50,7 @@ import torch
 from torch import nn
 from torch.autograd.function import once_differentiable
 
-from unmix.devices import cpu_flags
+from unmix.devices import cpu_flags, cpu_vendor
 from unmix.errors import ConfigError
 
 CpuGemm = Literal["auto", "onednn", "blas"]
@@ -67,20 +66,6 @@ def onednn_available() -> bool:
     return bool(torch.backends.mkldnn.is_available()) and hasattr(
         torch.ops.mkldnn, "_linear_pointwise"
     )
-
-
-@functools.cache
-def cpu_vendor() -> str:
-    """The CPU's vendor string (``GenuineIntel``, ``AuthenticAMD``, …; ``""`` where unknown), read
-    once from ``/proc/cpuinfo`` on Linux, else from :func:`platform.processor`."""
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as f:
-            for line in f:
-                if line.startswith("vendor_id"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or ""
 
 
 def auto_cpu_gemm(vendor: str, blas_is_mkl: bool, has_onednn: bool, avx512: bool = True) -> str:

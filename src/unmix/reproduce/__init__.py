@@ -180,9 +180,12 @@ def reproduce(
     folder = report_dir(out, budget)
     md = tgt.report(rows, folder, budget, seeds)
     if report_only and failures:
+        missing = [
+            run.label for (run, *_), oc in zip(items, outcomes, strict=True) if not oc.summary
+        ]
         md += (
             f"\n\n**Partial report** (`--report-only`): {len(rows)} of {len(items)} planned runs "
-            f"finished; not yet finished: {', '.join(f.split(':')[0] for f in failures)}.\n"
+            f"finished; not yet finished: {', '.join(missing)}.\n"
         )
     write_report(folder, target, rows, md)
     if tensorboard:
