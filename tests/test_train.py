@@ -433,3 +433,48 @@ def test_weight_decay_trains_recorded_and_resumes_exactly(tmp_path):
 
     saved = yaml.safe_load((tmp_path / "full" / "config.yaml").read_text())
     assert saved["train"]["weight_decay"] == 0.05
+
+
+def test_fp32_tail_needs_bf16_and_is_refused_naming_the_field():
+    with pytest.raises(ConfigError, match=r"train: fp32_tail 0.1 .*set train\.precision=bf16"):
+        tiny(fp32_tail=0.1)
+    with pytest.raises(ConfigError, match="fp32_tail"):
+        tiny(precision="bf16", fp32_tail=1.5)
+
+
+@pytest.mark.parametrize(
+    "over, bf16_steps",
+    [
+        ({}, 0),
+        ({"precision": "bf16"}, 20),
+        ({"precision": "bf16", "fp32_tail": 0.25}, 15),
+        ({"precision": "bf16", "fp32_tail": 1.0}, 0),
+        ({"precision": "bf16", "fp32_tail": 0.01}, 20),  # 0.2 steps round to none
+    ],
+)
+def test_bf16_steps_is_the_run_less_its_float32_tail(over, bf16_steps):
+    assert tiny(**over).train.bf16_steps() == bf16_steps
+
+
+@pytest.mark.filterwarnings("ignore:.*bf16")
+def test_the_last_steps_run_in_float32_and_resume_exactly(tmp_path, monkeypatch):
+    """train.fp32_tail=0.25 of 20 steps: autocast on for steps 0-14, off for 15-19; a run cut at
+    step 20's evaluation and resumed from step 10 ends with the same numbers."""
+    seen: list[bool] = []
+    original = Experiment.loss
+
+    def spy(self, gen, batch_size):
+        seen.append(torch.is_autocast_enabled("cpu"))
+        return original(self, gen, batch_size)
+
+    monkeypatch.setattr(Experiment, "loss", spy)
+    setting = tiny(steps=30, precision="bf16", fp32_tail=0.25, eval_every=10)
+    full = train(setting, tmp_path / "full")
+    assert seen[:22] == [True] * 22 and seen[23:] == [False] * 7  # 30 - round(7.5) = 22
+    assert setting.train.bf16_steps() == 22
+    all_bf16 = train(tiny(steps=30, precision="bf16", eval_every=10), tmp_path / "bf16")
+    assert full.summary["loss"] != all_bf16.summary["loss"]  # the tail changed the path
+    resumed = _cut_at_20_and_resume(setting, tmp_path / "cut")
+    assert resumed.summary["resumed_from_step"] == 10
+    for key in ("loss", "r2", "mcc"):
+        assert resumed.summary[key] == full.summary[key]

@@ -349,6 +349,16 @@ class TrainSpec(_Strict):
         "encoder's output layer and head, and an MLP encoder's first layer, stay in float32); "
         "the loss, its gradient's finiteness check and every metric stay in float32",
     )
+    fp32_tail: float = Field(
+        default=0.0,
+        ge=0,
+        le=1,
+        allow_inf_nan=False,
+        description="with precision bf16: the share of the run's last steps trained in float32 "
+        "(0.1: the last 10 %, where a cosine schedule's small steps refine what bf16 rounding "
+        "blurs); a function of the step and the run's length only, so a resumed run switches "
+        "at the same step; 0 = bf16 throughout",
+    )
     cpu_gemm: Literal["auto", "onednn", "blas"] = Field(
         default="auto",
         description="the library of the models' float32 linear layers on CPU: oneDNN or "
@@ -361,6 +371,21 @@ class TrainSpec(_Strict):
         "(auto: on CPU where a C++ compiler is found and a block scores >= 512 candidates) or "
         "eager; same results to float32 rounding (unmix.objectives._compiled)",
     )
+
+    @model_validator(mode="after")
+    def _check_tail(self) -> TrainSpec:
+        if self.fp32_tail > 0 and self.precision != "bf16":
+            raise ValueError(
+                f"fp32_tail {self.fp32_tail} switches a bf16 run to float32 for its last steps, "
+                "but precision is fp32: set train.precision=bf16 or remove train.fp32_tail"
+            )
+        return self
+
+    def bf16_steps(self) -> int:
+        """The steps ``[0, bf16_steps())`` that run under bf16 autocast (0 for fp32)."""
+        if self.precision != "bf16":
+            return 0
+        return self.steps - round(self.fp32_tail * self.steps)
 
 
 class Seeds(_Strict):

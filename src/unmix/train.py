@@ -245,9 +245,12 @@ def _train(setting, out_dir, device, resume, progress, hooks, provenance) -> Run
             }
         )
     best: dict[str, Any] = {}
-    autocast = torch.autocast(
-        exp.device.type, dtype=torch.bfloat16, enabled=spec.precision == "bf16"
-    )
+    bf16_steps = spec.bf16_steps()  # bf16 autocast before, float32 from there (train.fp32_tail)
+
+    def autocast(step: int):
+        enabled = step < bf16_steps
+        return torch.autocast(exp.device.type, dtype=torch.bfloat16, enabled=enabled)
+
     if message := bf16_warning(spec.precision, exp.device):
         warnings.warn(message, stacklevel=2)
     t_start = time.perf_counter()
@@ -263,7 +266,7 @@ def _train(setting, out_dir, device, resume, progress, hooks, provenance) -> Run
             t0 = time.perf_counter()
             if set_progress is not None:  # an objective's own schedule (alignment warm-up)
                 set_progress(step, spec.steps)
-            with autocast:
+            with autocast(step):
                 loss = exp.loss(gen, spec.batch_size)
             bad = None if torch.isfinite(loss) else f"the loss became {loss.item()}"
             if bad is None:
