@@ -248,8 +248,7 @@ def _train(setting, out_dir, device, resume, progress, hooks, provenance) -> Run
     bf16_steps = spec.bf16_steps()  # bf16 autocast before, float32 from there (train.fp32_tail)
 
     def autocast(step: int):
-        enabled = step < bf16_steps
-        return torch.autocast(exp.device.type, dtype=torch.bfloat16, enabled=enabled)
+        return torch.autocast(exp.device.type, dtype=torch.bfloat16, enabled=step < bf16_steps)
 
     if message := bf16_warning(spec.precision, exp.device):
         warnings.warn(message, stacklevel=2)
