@@ -9,6 +9,7 @@ import torch
 from scipy import stats
 
 from unmix.data.masks import (
+    SHAPE_PARTS,
     FrameSequences,
     gen_laplace_steps,
     mask_sequences,
@@ -65,6 +66,72 @@ def test_render_geometry_follows_latents():
     assert m[2].sum() > 2 * m[0].sum()  # scale grows the area
     b = render_silhouettes(lat, np.zeros(3), 32, binary=True)
     assert set(np.unique(b)) <= {0, 255}
+
+
+def test_shape_factors_scale_the_parts_they_name():
+    lat = np.array([[0.5, 0.5, 0.6]] * 5)
+    ones = np.ones((5, len(SHAPE_PARTS)))
+    f = ones.copy()
+    f[1, 0] = 1.5  # wider body
+    f[2, 1] = 1.5  # taller body
+    f[3, 2] = 1.5  # bigger head
+    f[4, 3] = 1.3  # longer, thicker legs
+    template = render_silhouettes(lat, np.zeros(5), 64)
+    assert np.array_equal(template, render_silhouettes(lat, np.zeros(5), 64, shape=ones))
+    m = render_silhouettes(lat, np.zeros(5), 64, shape=f).astype(float) / 255
+    assert np.array_equal(m[0] * 255, template[0])
+    area = m.sum((1, 2))
+    assert np.all(area[1:] > area[0])
+    top = (m.sum(2) > 0.5).argmax(1)
+    bottom = 63 - (m.sum(2) > 0.5)[:, ::-1].argmax(1)
+    assert top[3] < top[0] and bottom[3] == bottom[0]  # the head grows upwards only
+    assert bottom[4] > bottom[0] and top[4] == top[0]  # the legs reach lower
+    width = (m.sum(1) > 0.5).sum(1)
+    assert width[1] > width[0]
+    with pytest.raises(ConfigError, match="shape"):
+        render_silhouettes(lat, np.zeros(5), 64, shape=-ones)
+
+
+def test_edge_noise_frays_only_the_outline():
+    from scipy.ndimage import distance_transform_edt
+
+    rng = np.random.default_rng(0)
+    lat = rng.random((6, 3))
+    clean = render_silhouettes(lat, np.zeros(6), 64, binary=True) > 0
+    sigma = 0.5
+    noisy = render_silhouettes(
+        lat, np.zeros(6), 64, edge_noise=sigma * rng.standard_normal((6, 64, 64))
+    )
+    changed = (noisy > 127) != clean
+    assert changed.any()  # the outline moves
+    depth = np.stack([distance_transform_edt(c) + distance_transform_edt(~c) for c in clean])
+    assert not changed[depth > 12 * sigma].any()  # far inside and outside: untouched
+    # a constant shift is a dilation: every pixel of the figure stays, the area grows
+    grown = render_silhouettes(lat, np.zeros(6), 64, edge_noise=-np.ones((6, 64, 64)))
+    assert np.all(grown.astype(int) >= render_silhouettes(lat, np.zeros(6), 64))
+    with pytest.raises(ConfigError, match="edge_noise"):
+        render_silhouettes(lat, np.zeros(6), 64, edge_noise=np.zeros((6, 32, 32)))
+
+
+def test_nuisances_keep_the_latents_and_vary_per_sequence_or_frame():
+    plain = mask_sequences(np.random.default_rng(5), 300, 50, image_size=32)
+    same = mask_sequences(np.random.default_rng(5), 300, 50, image_size=32, shape_jitter=0.0)
+    assert np.array_equal(plain.images(np.arange(300)), same.images(np.arange(300)))
+    shaped = mask_sequences(np.random.default_rng(5), 300, 50, image_size=32, shape_jitter=0.4)
+    frayed = mask_sequences(np.random.default_rng(5), 300, 50, image_size=32, edge_noise=1.0)
+    for other in (shaped, frayed):  # the nuisances are drawn after the walk: same latents
+        assert torch.equal(other.latents, plain.latents)
+        assert not torch.equal(other.images(np.arange(300)), plain.images(np.arange(300)))
+    # a sequence keeps its figure: the area ratio to the template is steadier within sequences
+    # than across them
+    ratio = (
+        (shaped.images(np.arange(300)).sum((1, 2, 3)) / plain.images(np.arange(300)).sum((1, 2, 3)))
+        .log()
+        .reshape(6, 50)
+    )
+    assert ratio.std(1).mean() < 0.3 * ratio.mean(1).std()
+    with pytest.raises(ConfigError, match="shape_jitter"):
+        mask_sequences(np.random.default_rng(5), 100, 50, shape_jitter=-0.1)
 
 
 def test_mask_sequences_pairs_are_later_frames_of_the_same_sequence():

@@ -66,6 +66,7 @@ __all__ = [
     "gen_laplace_steps",
     "mask_sequences",
     "random_walk",
+    "SHAPE_PARTS",
     "render_silhouettes",
 ]
 
@@ -128,16 +129,36 @@ def _capsule_distance(px, py, ax, ay, bx, by, radius):
     return np.hypot(wx - t * vx, wy - t * vy) - radius
 
 
+SHAPE_PARTS: tuple[str, ...] = ("body_width", "body_height", "head", "legs")
+"""The figure's proportions that ``shape`` (of :func:`render_silhouettes`) scales, in order."""
+
+
 def render_silhouettes(
-    latents: np.ndarray, gait: np.ndarray, image_size: int = 64, binary: bool = False
+    latents: np.ndarray,
+    gait: np.ndarray,
+    image_size: int = 64,
+    binary: bool = False,
+    shape: np.ndarray | None = None,
+    edge_noise: np.ndarray | None = None,
 ) -> np.ndarray:
     """uint8 masks ``(B, S, S)`` (255 = figure) of latents ``(B, 3 or 4)`` in the unit box and a
-    gait phase ``(B,)`` in radians (module docstring for the geometry)."""
+    gait phase ``(B,)`` in radians (module docstring for the geometry).
+
+    ``shape`` ``(B, 4)``: positive factors on the body's width and height, the head's radius and
+    the legs' length and thickness (:data:`SHAPE_PARTS`; all ones = the template). ``edge_noise``
+    ``(B, S, S)``: added to the signed distance in pixels before the coverage is taken, so it
+    frays the outline and leaves the inside and outside alone."""
     lat = np.asarray(latents, dtype=np.float64)
     if lat.ndim != 2 or lat.shape[1] not in (3, 4):
         raise ConfigError(f"latents must be (B, 3) or (B, 4), got {lat.shape}")
     s = float(image_size)
     b = lat.shape[0]
+    if shape is None:
+        shape = np.ones((b, len(SHAPE_PARTS)))
+    shape = np.asarray(shape, dtype=np.float64)
+    if shape.shape != (b, len(SHAPE_PARTS)) or not np.all(shape > 0):
+        raise ConfigError(f"shape must be positive, (B, 4) = ({b}, 4), got {shape.shape}")
+    f_w, f_h, f_head, f_legs = (shape[:, i] for i in range(len(SHAPE_PARTS)))
     aspect = lat[:, 3] if lat.shape[1] == 4 else np.full(b, 0.5)
     cx = (0.15 + 0.7 * lat[:, 0]) * s
     cy = (0.25 + 0.5 * lat[:, 1]) * s
@@ -151,16 +172,18 @@ def render_silhouettes(
         return v[:, None, None]
 
     # body: ellipse (approximate signed distance, exact on the axes)
-    ea, eb = per(0.5 * w), per(0.28 * h)
+    ea, eb = per(0.5 * w * f_w), per(0.28 * h * f_h)
     ex, ey = per(cx), per(cy - 0.05 * h)
     rho = np.hypot((px - ex) / ea, (py - ey) / eb)
     d = (rho - 1.0) * np.minimum(ea, eb)
     # head: circle
-    d = np.minimum(d, np.hypot(px - per(cx), py - per(cy - 0.40 * h)) - per(0.11 * h))
+    d = np.minimum(d, np.hypot(px - per(cx), py - per(cy - 0.40 * h)) - per(0.11 * h * f_head))
     # legs: two strokes from the hips, swinging opposite to each other with the gait phase
     swing = 0.35 * w * np.sin(gait)
+    # the legs' length scales about the hip; the template's foot line is kept bit for bit
+    foot_y = np.where(f_legs == 1.0, cy + 0.5 * h, cy + 0.12 * h + 0.38 * h * f_legs)
     for side in (-1.0, 1.0):
-        hip_x = cx + side * 0.18 * w
+        hip_x = cx + side * 0.18 * w * f_w
         foot_x = hip_x + side * swing
         d = np.minimum(
             d,
@@ -170,10 +193,15 @@ def render_silhouettes(
                 per(hip_x),
                 per(cy + 0.12 * h),
                 per(foot_x),
-                per(cy + 0.5 * h),
-                per(np.maximum(0.05 * h, 0.6)),
+                per(foot_y),
+                per(np.maximum(0.05 * h * f_legs, 0.6)),
             ),
         )
+    if edge_noise is not None:
+        noise = np.asarray(edge_noise, dtype=np.float64)
+        if noise.shape != d.shape:
+            raise ConfigError(f"edge_noise must have shape {d.shape}, got {noise.shape}")
+        d = d + noise
     cover = np.clip(0.5 - d, 0.0, 1.0)
     if binary:
         cover = (cover >= 0.5).astype(np.float64)
@@ -288,14 +316,28 @@ def mask_sequences(
     scales: Sequence[float] = TRANSITION_SCALES,
     binary: bool = False,
     stride: float = 0.12,
+    shape_jitter: float = 0.0,
+    edge_noise: float = 0.0,
 ) -> FrameSequences:
-    """``n_frames`` frames in sequences of ``frames_per_sequence`` (the last one shorter if need
+    r"""``n_frames`` frames in sequences of ``frames_per_sequence`` (the last one shorter if need
     be): latents by :func:`random_walk`, masks by :func:`render_silhouettes`. The gait phase
-    advances by 2π per ``stride`` of horizontal distance (unit-box units)."""
+    advances by 2π per ``stride`` of horizontal distance (unit-box units).
+
+    Nuisances (both off by default; they draw nothing from ``rng`` when zero, so the default
+    data stay as they were): ``shape_jitter`` = j gives each *sequence* its own figure, every
+    proportion of :data:`SHAPE_PARTS` scaled by :math:`e^{j z}`, :math:`z \sim N(0, 1)` —
+    different pedestrians, fixed along a sequence; ``edge_noise`` = σ adds independent
+    :math:`N(0, σ^2)` pixel noise (in pixels) to the signed distance of every *frame*, a ragged
+    outline like a segmentation's."""
     if dim not in (3, 4):
         raise ConfigError(f"dim must be 3 (x, y, scale) or 4 (+ aspect), got {dim}")
     if frames_per_sequence < 2:
         raise ConfigError(f"frames_per_sequence must be ≥ 2, got {frames_per_sequence}")
+    if not (0.0 <= shape_jitter <= 1.0 and 0.0 <= edge_noise <= 10.0):
+        raise ConfigError(
+            f"shape_jitter must be in [0, 1] and edge_noise in [0, 10] pixels, got "
+            f"{shape_jitter} and {edge_noise}"
+        )
     n_seq = math.ceil(n_frames / frames_per_sequence)
     walk = random_walk(rng, n_seq, frames_per_sequence, dim, alpha, scales)
     phase0 = rng.random((n_seq, 1)) * 2 * np.pi
@@ -310,8 +352,15 @@ def mask_sequences(
         lengths[-1] += 1
     walk = np.concatenate([walk[i, :n] for i, n in enumerate(lengths)])
     gait = np.concatenate([gait[i, :n] for i, n in enumerate(lengths)])
+    shape = np.ones((n_frames, len(SHAPE_PARTS)))
+    if shape_jitter > 0:
+        per_seq = np.exp(shape_jitter * rng.standard_normal((n_seq, len(SHAPE_PARTS))))
+        shape = np.repeat(per_seq, lengths, axis=0)
     masks = np.empty((n_frames, image_size, image_size), dtype=np.uint8)
     for start in range(0, n_frames, 512):
         sl = slice(start, min(start + 512, n_frames))
-        masks[sl] = render_silhouettes(walk[sl], gait[sl], image_size, binary)
+        noise = None
+        if edge_noise > 0:
+            noise = edge_noise * rng.standard_normal((sl.stop - sl.start, image_size, image_size))
+        masks[sl] = render_silhouettes(walk[sl], gait[sl], image_size, binary, shape[sl], noise)
     return FrameSequences(masks, walk, lengths, max_delta_t, MASK_FACTOR_NAMES[:dim])

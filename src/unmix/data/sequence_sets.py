@@ -33,7 +33,9 @@ class MaskSequencesSpec(DataSpecBase):
     """``mask_sequences``: generated silhouettes with sparse (generalised-Laplace) transitions;
     ``n_train``/``n_test`` count frames. ``dim`` 3 (x, y, scale) or 4 (+ aspect) must equal
     ``latent.dim``. ``alpha`` and ``scales`` are the transitions' shape and per-frame scales
-    (unmix's assumptions, :mod:`unmix.data.masks`)."""
+    (unmix's assumptions, :mod:`unmix.data.masks`). ``shape_jitter`` (per-sequence figure
+    proportions) and ``edge_noise`` (per-frame ragged outline, pixels) are nuisances, off by
+    default (:func:`~unmix.data.masks.mask_sequences`)."""
 
     kind: Literal["mask_sequences"] = "mask_sequences"
     positives: Literal["next_frame"] = "next_frame"
@@ -44,6 +46,8 @@ class MaskSequencesSpec(DataSpecBase):
     alpha: Annotated[float, Field(gt=0, le=2)] = TRANSITION_ALPHA
     scales: tuple[Annotated[float, Field(gt=0, le=1)], ...] = TRANSITION_SCALES
     binary: bool = False
+    shape_jitter: Annotated[float, Field(ge=0, le=1, allow_inf_nan=False)] = 0.0
+    edge_noise: Annotated[float, Field(ge=0, le=10, allow_inf_nan=False)] = 0.0
 
     @model_validator(mode="after")
     def _check(self):
@@ -83,6 +87,8 @@ def mask_sequence_splits(
     alpha: float = TRANSITION_ALPHA,
     scales: tuple[float, ...] = TRANSITION_SCALES,
     binary: bool = False,
+    shape_jitter: float = 0.0,
+    edge_noise: float = 0.0,
 ):
     seed = setting.seeds.data
     out = []
@@ -90,7 +96,17 @@ def mask_sequence_splits(
         rng = numpy_rng(seed, f"data/mask_sequences/{split}")
         out.append(
             mask_sequences(
-                rng, n, frames_per_sequence, dim, image_size, max_delta_t, alpha, scales, binary
+                rng,
+                n,
+                frames_per_sequence,
+                dim,
+                image_size,
+                max_delta_t,
+                alpha,
+                scales,
+                binary,
+                shape_jitter=shape_jitter,
+                edge_noise=edge_noise,
             )
         )
     return tuple(out)
