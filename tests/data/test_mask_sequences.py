@@ -13,6 +13,7 @@ from unmix.data.masks import (
     FrameSequences,
     gen_laplace_steps,
     mask_sequences,
+    measure_masks,
     random_walk,
     render_silhouettes,
 )
@@ -132,6 +133,34 @@ def test_nuisances_keep_the_latents_and_vary_per_sequence_or_frame():
     assert ratio.std(1).mean() < 0.3 * ratio.mean(1).std()
     with pytest.raises(ConfigError, match="shape_jitter"):
         mask_sequences(np.random.default_rng(5), 100, 50, shape_jitter=-0.1)
+
+
+def test_measured_latents_match_scipy_centre_of_mass_and_area():
+    from scipy.ndimage import center_of_mass
+
+    data = mask_sequences(
+        np.random.default_rng(2), 120, 40, image_size=32, binary=True, latents="measured"
+    )
+    masks = (data.images(np.arange(120))[:, 0].numpy() > 0.5).astype(float)
+    ref = np.array([[*center_of_mass(m)[::-1], m.sum()] for m in masks])  # (col, row), area
+    ref[:, :2] = (ref[:, :2] + 0.5) / 32
+    ref[:, 2] /= 32**2
+    np.testing.assert_allclose(data.latents.numpy(), ref, rtol=1e-5, atol=1e-6)
+    assert data.factor_names == ["com_x", "com_y", "area"]
+    empty = measure_masks(np.zeros((1, 8, 8), dtype=np.uint8))
+    assert empty.tolist() == [[0.5, 0.5, 0.0]]
+    with pytest.raises(ConfigError, match="dim=3"):
+        mask_sequences(np.random.default_rng(2), 100, 50, dim=4, latents="measured")
+    s = Setting.from_dict(
+        {
+            "latent": {"space": "box", "dim": 4},
+            "model": {"backbone": "conv", "hidden": [], "space": "box"},
+            "objective": {"kind": "lp_infonce", "p": 1.0},
+            "data": {"kind": "mask_sequences", "dim": 4, "image_size": 16},
+        }
+    )
+    with pytest.raises(ConfigError, match="measured"):
+        s.replace(**{"data.latents": "measured"})
 
 
 def test_mask_sequences_pairs_are_later_frames_of_the_same_sequence():

@@ -61,9 +61,11 @@ __all__ = [
     "DELTA_T_GAPS",
     "FrameSequences",
     "MASK_FACTOR_NAMES",
+    "MEASURED_NAMES",
     "TRANSITION_ALPHA",
     "TRANSITION_SCALES",
     "gen_laplace_steps",
+    "measure_masks",
     "mask_sequences",
     "random_walk",
     "SHAPE_PARTS",
@@ -71,6 +73,7 @@ __all__ = [
 ]
 
 MASK_FACTOR_NAMES: tuple[str, ...] = ("x", "y", "scale", "aspect")
+MEASURED_NAMES: tuple[str, ...] = ("com_x", "com_y", "area")
 TRANSITION_ALPHA = 0.6
 TRANSITION_SCALES: tuple[float, ...] = (0.006, 0.003, 0.004, 0.003)
 FPS = 10.0
@@ -318,6 +321,7 @@ def mask_sequences(
     stride: float = 0.12,
     shape_jitter: float = 0.0,
     edge_noise: float = 0.0,
+    latents: str = "generative",
 ) -> FrameSequences:
     r"""``n_frames`` frames in sequences of ``frames_per_sequence`` (the last one shorter if need
     be): latents by :func:`random_walk`, masks by :func:`render_silhouettes`. The gait phase
@@ -328,11 +332,20 @@ def mask_sequences(
     proportion of :data:`SHAPE_PARTS` scaled by :math:`e^{j z}`, :math:`z \sim N(0, 1)` —
     different pedestrians, fixed along a sequence; ``edge_noise`` = σ adds independent
     :math:`N(0, σ^2)` pixel noise (in pixels) to the signed distance of every *frame*, a ragged
-    outline like a segmentation's."""
+    outline like a segmentation's.
+
+    ``latents``: ``"generative"`` (the walk's x, y, scale[, aspect]) or ``"measured"`` — what
+    KITTI Masks records (Klindt et al.'s ``gen_kitti_masks.py``): each mask's centre of mass and
+    area, here ``(com_x, com_y, area)`` in image-side units (coverage-weighted), ``dim=3`` only
+    (:func:`measure_masks`)."""
     if dim not in (3, 4):
         raise ConfigError(f"dim must be 3 (x, y, scale) or 4 (+ aspect), got {dim}")
     if frames_per_sequence < 2:
         raise ConfigError(f"frames_per_sequence must be ≥ 2, got {frames_per_sequence}")
+    if latents not in ("generative", "measured"):
+        raise ConfigError(f"latents must be 'generative' or 'measured', got {latents!r}")
+    if latents == "measured" and dim != 3:
+        raise ConfigError("latents='measured' gives 3 latents (com_x, com_y, area): set dim=3")
     if not (0.0 <= shape_jitter <= 1.0 and 0.0 <= edge_noise <= 10.0):
         raise ConfigError(
             f"shape_jitter must be in [0, 1] and edge_noise in [0, 10] pixels, got "
@@ -363,4 +376,20 @@ def mask_sequences(
         if edge_noise > 0:
             noise = edge_noise * rng.standard_normal((sl.stop - sl.start, image_size, image_size))
         masks[sl] = render_silhouettes(walk[sl], gait[sl], image_size, binary, shape[sl], noise)
+    if latents == "measured":
+        return FrameSequences(masks, measure_masks(masks), lengths, max_delta_t, MEASURED_NAMES)
     return FrameSequences(masks, walk, lengths, max_delta_t, MASK_FACTOR_NAMES[:dim])
+
+
+def measure_masks(masks: np.ndarray) -> np.ndarray:
+    """``(N, 3)`` centre of mass (x, y) and area of uint8 masks ``(N, S, S)``, as fractions of
+    the side (area of its square), weighted by coverage; an empty mask gives its centre
+    ``(0.5, 0.5)`` and area 0."""
+    m = np.asarray(masks, dtype=np.float64) / 255.0
+    n, size = m.shape[0], m.shape[-1]
+    pos = (np.arange(size, dtype=np.float64) + 0.5) / size
+    mass = m.sum((1, 2))
+    safe = np.where(mass > 0, mass, 1.0)
+    com_x = np.where(mass > 0, (m.sum(1) * pos).sum(1) / safe, 0.5)
+    com_y = np.where(mass > 0, (m.sum(2) * pos).sum(1) / safe, 0.5)
+    return np.stack([com_x, com_y, mass / size**2], axis=1).reshape(n, 3)

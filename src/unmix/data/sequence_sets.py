@@ -35,7 +35,8 @@ class MaskSequencesSpec(DataSpecBase):
     ``latent.dim``. ``alpha`` and ``scales`` are the transitions' shape and per-frame scales
     (unmix's assumptions, :mod:`unmix.data.masks`). ``shape_jitter`` (per-sequence figure
     proportions) and ``edge_noise`` (per-frame ragged outline, pixels) are nuisances, off by
-    default (:func:`~unmix.data.masks.mask_sequences`)."""
+    default; ``latents: measured`` scores against each mask's centre of mass and area, as
+    KITTI Masks does (:func:`~unmix.data.masks.mask_sequences`)."""
 
     kind: Literal["mask_sequences"] = "mask_sequences"
     positives: Literal["next_frame"] = "next_frame"
@@ -48,6 +49,7 @@ class MaskSequencesSpec(DataSpecBase):
     binary: bool = False
     shape_jitter: Annotated[float, Field(ge=0, le=1, allow_inf_nan=False)] = 0.0
     edge_noise: Annotated[float, Field(ge=0, le=10, allow_inf_nan=False)] = 0.0
+    latents: Literal["generative", "measured"] = "generative"
 
     @model_validator(mode="after")
     def _check(self):
@@ -57,6 +59,8 @@ class MaskSequencesSpec(DataSpecBase):
                 "data.kind=kitti_masks with data.root=DIR (or UNMIX_KITTI_ROOT for "
                 "zimmermann-table3)"
             )
+        if self.latents == "measured" and self.dim != 3:
+            raise ValueError("latents 'measured' gives 3 latents (com_x, com_y, area): set dim 3")
         if len(self.scales) < self.dim:
             raise ValueError(f"scales needs {self.dim} values (one per latent), got {self.scales}")
         return self
@@ -89,6 +93,7 @@ def mask_sequence_splits(
     binary: bool = False,
     shape_jitter: float = 0.0,
     edge_noise: float = 0.0,
+    latents: str = "generative",
 ):
     seed = setting.seeds.data
     out = []
@@ -107,6 +112,7 @@ def mask_sequence_splits(
                 binary,
                 shape_jitter=shape_jitter,
                 edge_noise=edge_noise,
+                latents=latents,
             )
         )
     return tuple(out)
