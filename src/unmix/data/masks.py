@@ -35,6 +35,15 @@ Frames are nominally 10 fps (KITTI's rate). Positive pairs use the rule of the s
 loaders (:meth:`FrameSequences.pairs`): an anchor at frame ``t`` (not the last of its sequence)
 and the frame ``min(t + k, T - 1)`` with ``k ~ U{1, …, max_delta_t}``.
 
+Nuisances and measured latents (options, off by default)
+--------------------------------------------------------
+KITTI Masks holds many different pedestrians, segmented with noise, as binary masks whose
+latents were *measured* from each mask (centre of mass and area; the authors'
+``gen_kitti_masks.py``). :func:`mask_sequences` can draw each sequence's own figure
+(``shape_jitter``), fray every frame's outline (``edge_noise``), threshold the masks
+(``binary``) and score against the measured centre of mass and area (``latents="measured"``).
+None of them changes the default data; docs/table3.md has what they did to Table 3's orderings.
+
 Δt̄ → frame gap (an assumption, the same for both data sets)
 -----------------------------------------------------------
 Paper 000's Table 3 labels its two KITTI settings by the mean gap Δt̄ = 0.05 s and 0.15 s but does
@@ -62,13 +71,13 @@ __all__ = [
     "FrameSequences",
     "MASK_FACTOR_NAMES",
     "MEASURED_NAMES",
+    "SHAPE_PARTS",
     "TRANSITION_ALPHA",
     "TRANSITION_SCALES",
     "gen_laplace_steps",
-    "measure_masks",
     "mask_sequences",
+    "measure_masks",
     "random_walk",
-    "SHAPE_PARTS",
     "render_silhouettes",
 ]
 
