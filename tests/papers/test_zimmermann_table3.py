@@ -19,7 +19,8 @@ def test_presets_carry_the_papers_values():
     assert lb.setting.objective.p == 1.0 and lb.setting.model.space == "box_sigmoid"
     # the authors' loaders: 10 code dimensions for the 3 factors, in every row
     assert {x.setting.out_dim for x in presets} == {10} and sv.setting.latent.dim == 3
-    assert lb.setting.train.batch_size == 64 and lb.setting.train.steps == 300_000
+    # the authors' --batch-size 64 counts frames: 32 pairs a step
+    assert lb.setting.train.batch_size == 32 and lb.setting.train.steps == 300_000
 
 
 def test_budget_rule_and_kitti_switch(monkeypatch, tmp_path):
@@ -36,7 +37,7 @@ def test_budget_rule_and_kitti_switch(monkeypatch, tmp_path):
         "zimmermann-table3-dt0.05-laplace-box", "quick", overrides={"objective.tau": 0.5}
     )
     assert told.setting.objective.tau == 0.5  # an override still wins
-    assert resolve("zimmermann-table3-dt0.05-slowvae", "paper").setting.train.batch_size == 64
+    assert resolve("zimmermann-table3-dt0.05-slowvae", "paper").setting.train.batch_size == 32
     monkeypatch.setenv(table3.KITTI_ROOT_ENV, str(tmp_path))
     k = resolve("zimmermann-table3-dt0.15-normal-box", "smoke").setting
     assert k.data.kind == "kitti_masks" and k.data.root == str(tmp_path)
