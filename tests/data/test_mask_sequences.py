@@ -116,8 +116,6 @@ def test_edge_noise_frays_only_the_outline():
 
 def test_nuisances_keep_the_latents_and_vary_per_sequence_or_frame():
     plain = mask_sequences(np.random.default_rng(5), 300, 50, image_size=32)
-    same = mask_sequences(np.random.default_rng(5), 300, 50, image_size=32, shape_jitter=0.0)
-    assert np.array_equal(plain.images(np.arange(300)), same.images(np.arange(300)))
     shaped = mask_sequences(np.random.default_rng(5), 300, 50, image_size=32, shape_jitter=0.4)
     frayed = mask_sequences(np.random.default_rng(5), 300, 50, image_size=32, edge_noise=1.0)
     for other in (shaped, frayed):  # the nuisances are drawn after the walk: same latents

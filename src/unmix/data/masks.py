@@ -192,8 +192,9 @@ def render_silhouettes(
     d = np.minimum(d, np.hypot(px - per(cx), py - per(cy - 0.40 * h)) - per(0.11 * h * f_head))
     # legs: two strokes from the hips, swinging opposite to each other with the gait phase
     swing = 0.35 * w * np.sin(gait)
-    # the legs' length scales about the hip; the template's foot line is kept bit for bit
-    foot_y = np.where(f_legs == 1.0, cy + 0.5 * h, cy + 0.12 * h + 0.38 * h * f_legs)
+    # the legs' length (0.38 h from the hip) scales about the hip; written as the template's foot
+    # line plus a change that is exactly 0 at f_legs = 1, so the template stays bit for bit
+    foot_y = cy + 0.5 * h + 0.38 * h * (f_legs - 1.0)
     for side in (-1.0, 1.0):
         hip_x = cx + side * 0.18 * w * f_w
         foot_x = hip_x + side * swing
@@ -395,10 +396,10 @@ def measure_masks(masks: np.ndarray) -> np.ndarray:
     the side (area of its square), weighted by coverage; an empty mask gives its centre
     ``(0.5, 0.5)`` and area 0."""
     m = np.asarray(masks, dtype=np.float64) / 255.0
-    n, size = m.shape[0], m.shape[-1]
+    size = m.shape[-1]
     pos = (np.arange(size, dtype=np.float64) + 0.5) / size
     mass = m.sum((1, 2))
     safe = np.where(mass > 0, mass, 1.0)
     com_x = np.where(mass > 0, (m.sum(1) * pos).sum(1) / safe, 0.5)
     com_y = np.where(mass > 0, (m.sum(2) * pos).sum(1) / safe, 0.5)
-    return np.stack([com_x, com_y, mass / size**2], axis=1).reshape(n, 3)
+    return np.stack([com_x, com_y, mass / size**2], axis=1)
