@@ -90,7 +90,12 @@ def test_fig2_report_plots_r2_beside_the_mass_to_move(tmp_path):
     assert md.count("| 1.5 |") == 12 and "12 runs, 18.0 CPU-minutes in all." in md
     assert (tmp_path / "zimmermann-fig2.png").stat().st_size > 10_000
     assert md.count("| sphere |") == len(zimmermann_presets.FIG2_SPHERE_KAPPAS)
-    assert "| sphere | κ = 1 | 90.00 | 12.8 |" in md  # mass to move for vMF(κ=1) on S⁹: 12.83 %
+    assert "| sphere | κ = 1 | 90.00 | 1 | 12.8 |" in md  # mass to move for vMF(κ=1) on S⁹: 12.83 %
+    # several seeds: mean ± sample std (ddof 1), the seed count beside
+    box1 = "zimmermann-fig2-box-invvar1"
+    extra = [{"preset": box1, "column": "unsupervised", "r2": r2} for r2 in (0.94, 0.98)]
+    md = fig2_report([r for r in rows if r["preset"] != box1] + extra, tmp_path)
+    assert "| box | 1/σ² = 1 | 96.00 ± 2.83 | 2 |" in md
 
 
 def test_identity_column_ignores_input_standardisation():

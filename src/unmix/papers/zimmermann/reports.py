@@ -295,25 +295,43 @@ def fig2_report(rows: list[dict], out: Path) -> str:
 
     from unmix.distributions.mass import mass_to_move_box_normal, mass_to_move_vmf
 
+    def r2s_of(name: str) -> list[float]:
+        return [r["r2"] for r in rows if r["preset"] == name and r["column"] == "unsupervised"]
+
     def r2_of(name: str) -> float:
-        vals = [r["r2"] for r in rows if r["preset"] == name and r["column"] == "unsupervised"]
+        vals = r2s_of(name)
         return float(np.mean(vals)) if vals else float("nan")
 
+    def spread(name: str) -> float:  # the std over seeds, 0 for one seed
+        vals = r2s_of(name)
+        return float(np.std(vals, ddof=1)) if len(vals) > 1 else 0.0
+
+    sphere_names = [f"zimmermann-fig2-sphere-kappa{k:g}" for k in presets.FIG2_SPHERE_KAPPAS]
+    box_names = [f"zimmermann-fig2-box-invvar{iv:g}" for iv in presets.FIG2_BOX_INVVARS]
     sphere = [
-        (k, r2_of(f"zimmermann-fig2-sphere-kappa{k:g}"), mass_to_move_vmf(10, k).value)
-        for k in presets.FIG2_SPHERE_KAPPAS
+        (k, r2_of(name), mass_to_move_vmf(10, k).value)
+        for k, name in zip(presets.FIG2_SPHERE_KAPPAS, sphere_names, strict=True)
     ]
-    box = []
-    for iv in presets.FIG2_BOX_INVVARS:
-        mass = mass_to_move_box_normal(10, iv**-0.5).value
-        box.append((iv, r2_of(f"zimmermann-fig2-box-invvar{iv:g}"), mass))
+    box = [
+        (iv, r2_of(name), mass_to_move_box_normal(10, iv**-0.5).value)
+        for iv, name in zip(presets.FIG2_BOX_INVVARS, box_names, strict=True)
+    ]
     fig, axes = plt.subplots(1, 2, figsize=(10, 3.8))
-    for ax, data, xlabel, cond in (
-        (axes[0], sphere, "κ of the vMF marginal", 1.0),
-        (axes[1], box, "1/σ² of the normal marginal", presets.FIG2_BOX_CONDITIONAL_SCALE**-2),
+    for ax, data, names, xlabel, cond in (
+        (axes[0], sphere, sphere_names, "κ of the vMF marginal", 1.0),
+        (
+            axes[1],
+            box,
+            box_names,
+            "1/σ² of the normal marginal",
+            presets.FIG2_BOX_CONDITIONAL_SCALE**-2,
+        ),
     ):
         x = [d[0] for d in data]
-        ax.plot(x, [100 * d[1] for d in data], "ko-", label="R² (ours)")
+        err = [100 * spread(n) for n in names]
+        ax.errorbar(
+            x, [100 * d[1] for d in data], yerr=err, fmt="ko-", capsize=3, label="R² (ours)"
+        )
         ax.set_xscale("log")
         ax.set_xlabel(xlabel)
         ax.set_ylabel("R² [%]")
@@ -344,19 +362,22 @@ def fig2_report(rows: list[dict], out: Path) -> str:
         secs = [x for x in secs if x is not None]
         return _minutes(float(np.mean(secs))) if secs else ""
 
+    def r2_cell(name: str) -> str:
+        return _fmt(r2s_of(name)) if r2s_of(name) else "nan"
+
     lines = [
-        "| space | concentration | R² [%] | mass to move [%] | CPU-min |",
-        "|---|---|---|---|---|",
+        "R² [%]: mean ± std over seeds where > 1; the error bars of the figure are the same std.",
+        "",
+        "| space | concentration | R² [%] | seeds | mass to move [%] | CPU-min |",
+        "|---|---|---|---|---|---|",
     ]
     lines += [
-        f"| sphere | κ = {k:g} | {100 * r:.2f} | {100 * m:.1f} "
-        f"| {cpu_min(f'zimmermann-fig2-sphere-kappa{k:g}')} |"
-        for k, r, m in sphere
+        f"| sphere | κ = {k:g} | {r2_cell(n)} | {len(r2s_of(n))} | {100 * m:.1f} | {cpu_min(n)} |"
+        for (k, _, m), n in zip(sphere, sphere_names, strict=True)
     ]
     lines += [
-        f"| box | 1/σ² = {k:g} | {100 * r:.2f} | {100 * m:.1f} "
-        f"| {cpu_min(f'zimmermann-fig2-box-invvar{k:g}')} |"
-        for k, r, m in box
+        f"| box | 1/σ² = {k:g} | {r2_cell(n)} | {len(r2s_of(n))} | {100 * m:.1f} | {cpu_min(n)} |"
+        for (k, _, m), n in zip(box, box_names, strict=True)
     ]
     total = sum(x for x in (cpu_seconds(r)[0] for r in rows) if x is not None)
     lines += ["", f"{len(rows)} runs, {total / 60:.1f} CPU-minutes in all."]
