@@ -199,6 +199,28 @@ def test_every_image_preset_is_valid_at_every_budget():
     assert paper.train.steps == 200_000 and paper.data.n_train == 250_000
 
 
+def test_table4_quick_supervised_column_trains_longer_on_more_images_same_test_split():
+    from unmix.resolve import resolve
+
+    seeds = {"data": 3, "train": 3}
+    sup = resolve("zimmermann-table4-row2", "quick", column="supervised", seeds=seeds).setting
+    row = resolve("zimmermann-table4-row2", "quick", seeds=seeds).setting
+    assert sup.objective.kind == "supervised" and sup.model.space == "unbounded"
+    assert (sup.data.n_train, sup.train.steps) == (200_000, 20_000)
+    assert (row.data.n_train, row.train.steps) == (60_000, 6_000)
+    # the rest of the recipe is the rows' own: the same scenes, test split size and optimiser
+    assert sup.data.n_test == row.data.n_test and sup.mixing == row.mixing
+    assert sup.train.lr == row.train.lr and sup.train.batch_size == row.train.batch_size
+    # the test split has its own stream of the data seed, so a larger training split leaves the
+    # test scenes as they are: the Supervised column is scored on the other rows' test images
+    small = Experiment.build(_table4(**{"data.n_train": 20, "data.n_test": 16}))
+    large = Experiment.build(_table4(**{"data.n_train": 40, "data.n_test": 16}))
+    assert torch.equal(small.data.test.latents, large.data.test.latents)
+    assert torch.equal(
+        small.data.test.images(torch.arange(5)), large.data.test.images(torch.arange(5))
+    )
+
+
 def test_bench_times_a_finite_data_set_on_a_small_render():
     from unmix.bench import BENCH_IMAGES, bench_steps
     from unmix.datasets import data_root

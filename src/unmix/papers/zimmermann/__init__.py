@@ -148,7 +148,8 @@ def quick_overrides(setting: Setting) -> dict[str, Any]:
 def budget_rule(setting: Setting, budget: str) -> dict[str, Any] | None:
     """Paper 000's recipe for ``setting`` under ``budget`` (applied after the generic budget):
 
-    * Table 4's scenes (``mixing.kind: scenes3d``): :data:`.images.TABLE4_QUICK`, a small render for
+    * Table 4's scenes (``mixing.kind: scenes3d``): :data:`.images.TABLE4_QUICK` (for a supervised
+      regression, the Supervised column, with :data:`.images.TABLE4_QUICK_SUPERVISED`), a small render for
       ``smoke``, the paper's optimiser for ``paper``;
     * vector contrastive, supervised and identity settings (Tables 1–2, Fig. 2): at ``quick`` the
       wide-shallow encoder on standardised inputs and :func:`quick_overrides`.
@@ -160,9 +161,12 @@ def budget_rule(setting: Setting, budget: str) -> dict[str, Any] | None:
     if table3.claims(setting):
         return table3.budget_rule(setting, budget)
     if setting.mixing.kind == "scenes3d":
+        quick = dict(images.TABLE4_QUICK)
+        if setting.objective.kind == "supervised":
+            quick.update(images.TABLE4_QUICK_SUPERVISED)
         return {
             "smoke": {**images.IMAGE_SMOKE, "data.n_train": 256, "data.n_test": 64},
-            "quick": dict(images.TABLE4_QUICK),
+            "quick": quick,
             "paper": {f"train.{k}": v for k, v in images.TABLE4_PAPER_TRAIN.items()},
         }.get(budget, {})
     if setting.observes_images or setting.model.kind == "vae":
