@@ -50,6 +50,42 @@ def test_gen_laplace_steps_match_gennorm():
     assert stats.kstest(x, stats.gennorm(0.6, scale=0.01).cdf).pvalue > 1e-3
 
 
+def test_gen_laplace_steps_take_one_shape_per_latent():
+    shapes, scales = np.array([0.455, 0.694, 1.5]), np.array([0.002, 0.01, 0.03])
+    x = gen_laplace_steps(np.random.default_rng(3), (30_000, 3), shapes, scales)
+    for i in range(3):
+        ref = stats.gennorm(shapes[i], scale=scales[i]).cdf
+        assert stats.kstest(x[:, i], ref).pvalue > 1e-3
+    # a wrong shape for a column is rejected: the draws are per column, not pooled
+    assert stats.kstest(x[:, 0], stats.gennorm(1.5, scale=0.002).cdf).pvalue < 1e-6
+
+
+def test_default_transitions_are_klindt_et_al_kitti_fits_in_pixels():
+    """The default shapes are the authors' gennorm fits; the scales, mapped back to pixels at
+    64 px through the renderer's geometry, are their fitted pixel scales (0.169, 0.232 px;
+    1.01 px² of area at the middle of the box)."""
+    from unmix.data.masks import TRANSITION_ALPHA, TRANSITION_SCALES
+
+    assert TRANSITION_ALPHA[:3] == (0.587, 0.694, 0.455)
+    lat = np.array([[0.4, 0.5, 0.5], [0.6, 0.5, 0.5], [0.5, 0.4, 0.5], [0.5, 0.6, 0.5]])
+    lat = np.concatenate([lat, [[0.5, 0.5, 0.45], [0.5, 0.5, 0.55]]])
+    m = measure_masks(render_silhouettes(lat, np.zeros(6), 64))
+    px_per_x = (m[1, 0] - m[0, 0]) * 64 / 0.2
+    px_per_y = (m[3, 1] - m[2, 1]) * 64 / 0.2
+    area_per_scale = (m[5, 2] - m[4, 2]) * 64**2 / 0.1
+    assert TRANSITION_SCALES[0] * px_per_x == pytest.approx(0.169, rel=0.02)
+    assert TRANSITION_SCALES[1] * px_per_y == pytest.approx(0.232, rel=0.02)
+    assert TRANSITION_SCALES[2] * area_per_scale == pytest.approx(1.01, rel=0.05)
+
+
+def test_random_walk_rejects_wrong_number_of_shapes():
+    rng = np.random.default_rng(0)
+    with pytest.raises(ConfigError, match="one per latent"):
+        random_walk(rng, 2, 5, dim=3, alpha=(0.5, 0.6))
+    with pytest.raises(ConfigError, match=r"\(0, 2\]"):
+        random_walk(rng, 2, 5, dim=3, alpha=(0.5, 0.6, 2.5))
+
+
 def test_random_walk_stays_in_box_and_is_sparse():
     w = random_walk(np.random.default_rng(1), 20, 100, dim=4)
     assert w.shape == (20, 100, 4) and w.min() >= 0 and w.max() <= 1

@@ -27,13 +27,15 @@ from unmix.registry import SpecBase, register_dataset
 from unmix.seeds import numpy_rng
 
 MaxDeltaT = Annotated[int, Field(ge=1, le=1000)]
+Shape = Annotated[float, Field(gt=0, le=2)]
 
 
 class MaskSequencesSpec(DataSpecBase):
     """``mask_sequences``: generated silhouettes with sparse (generalised-Laplace) transitions;
     ``n_train``/``n_test`` count frames. ``dim`` 3 (x, y, scale) or 4 (+ aspect) must equal
-    ``latent.dim``. ``alpha`` and ``scales`` are the transitions' shape and per-frame scales
-    (unmix's assumptions, :mod:`unmix.data.masks`). ``shape_jitter`` (per-sequence figure
+    ``latent.dim``. ``alpha`` (one shape, or one per latent) and ``scales`` are the
+    transitions' shapes and per-frame scales (default: Klindt et al.'s fits to KITTI Masks,
+    :mod:`unmix.data.masks`). ``shape_jitter`` (per-sequence figure
     proportions) and ``edge_noise`` (per-frame ragged outline, pixels) are nuisances, off by
     default; ``latents: measured`` scores against each mask's centre of mass and area, as
     KITTI Masks does (:func:`~unmix.data.masks.mask_sequences`)."""
@@ -44,7 +46,7 @@ class MaskSequencesSpec(DataSpecBase):
     frames_per_sequence: Annotated[int, Field(ge=2, le=100_000)] = 50
     image_size: Literal[16, 32, 64, 128] = 64
     dim: Literal[3, 4] = 3
-    alpha: Annotated[float, Field(gt=0, le=2)] = TRANSITION_ALPHA
+    alpha: Shape | tuple[Shape, ...] = TRANSITION_ALPHA
     scales: tuple[Annotated[float, Field(gt=0, le=1)], ...] = TRANSITION_SCALES
     binary: bool = False
     shape_jitter: Annotated[float, Field(ge=0, le=1, allow_inf_nan=False)] = 0.0
@@ -63,6 +65,10 @@ class MaskSequencesSpec(DataSpecBase):
             raise ValueError("latents 'measured' gives 3 latents (com_x, com_y, area): set dim 3")
         if len(self.scales) < self.dim:
             raise ValueError(f"scales needs {self.dim} values (one per latent), got {self.scales}")
+        if isinstance(self.alpha, tuple) and len(self.alpha) < self.dim:
+            raise ValueError(
+                f"alpha needs one shape or {self.dim} (one per latent), got {list(self.alpha)}"
+            )
         return self
 
 
@@ -88,7 +94,7 @@ def mask_sequence_splits(
     frames_per_sequence: int = 50,
     image_size: int = 64,
     dim: int = 3,
-    alpha: float = TRANSITION_ALPHA,
+    alpha: float | tuple[float, ...] = TRANSITION_ALPHA,
     scales: tuple[float, ...] = TRANSITION_SCALES,
     binary: bool = False,
     shape_jitter: float = 0.0,
