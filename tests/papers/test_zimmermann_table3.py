@@ -2,6 +2,8 @@
 
 import time
 
+import numpy as np
+
 from unmix.papers import get_target, in_group
 from unmix.papers.zimmermann import table3
 from unmix.resolve import resolve
@@ -49,6 +51,24 @@ def test_budget_rule_and_kitti_switch(monkeypatch, tmp_path):
         overrides={"data.kind": "kitti_masks", "data.root": "/data/kitti", "data.max_delta_t": 1},
     ).setting
     assert o.data.kind == "kitti_masks" and o.data.root == "/data/kitti"
+
+
+def test_difference_text_is_welch_t_test():
+    """The report's significance note: Welch's t from its closed form, p from the t law."""
+    from scipy import stats
+
+    a, b = [85.8, 86.9, 82.5, 85.6, 90.5], [89.4, 78.9, 81.8, 82.3, 81.9]
+    va, vb = np.var(a, ddof=1) / 5, np.var(b, ddof=1) / 5
+    t = (np.mean(a) - np.mean(b)) / np.sqrt(va + vb)
+    dof = (va + vb) ** 2 / (va**2 / 4 + vb**2 / 4)
+    p = 2 * stats.t.sf(abs(t), dof)
+    text = table3.difference_text(a, b)
+    assert f"{np.mean(a) - np.mean(b):+.1f} points" in text and f"p = {p:.2g}" in text
+    assert ("not significant" in text) == (p >= 0.05)
+    far = table3.difference_text([90.0, 91.0, 92.0], [60.0, 61.0, 62.5])
+    assert far.startswith(" (+29.8 points") and "not significant" not in far
+    assert table3.difference_text([90.0], [60.0, 61.0]) == ""
+    assert len(table3.ordering_pairs()) == len(table3.orderings({}))
 
 
 def test_orderings():
