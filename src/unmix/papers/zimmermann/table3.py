@@ -310,18 +310,36 @@ def difference_text(first: Sequence[float], second: Sequence[float]) -> str:
     return f" ({diff:+.1f} points, Welch p = {p:.2g}{verdict})"
 
 
-def ordering_pairs() -> list[tuple[tuple[float, str, str], tuple[float, str, str]]]:
-    """The ``(higher, lower)`` cells each claim of :func:`orderings` compares, in its order."""
-    out = [
-        ((dt, "laplace", space), (dt, "normal", space))
+Cell = tuple[float, str, str]
+
+
+def _claims() -> list[tuple[str, Cell, Cell]]:
+    """The paper's qualitative claims of Sec. 4.2.1 as ``(claim, higher cell, lower cell)``."""
+    out: list[tuple[str, Cell, Cell]] = [
+        (
+            f"Laplace > Normal at Δt̄ = {dt:g} s ({space})",
+            (dt, "laplace", space),
+            (dt, "normal", space),
+        )
         for dt in TABLE3_PAPER
         for space in ("unbounded", "box")
     ]
-    out.append(((0.05, "laplace", "unbounded"), (0.05, "slowvae", "unbounded")))
+    out.append(
+        (
+            "SlowVAE < Laplace (unbounded) at Δt̄ = 0.05 s",
+            (0.05, "laplace", "unbounded"),
+            (0.05, "slowvae", "unbounded"),
+        )
+    )
     return out
 
 
-def orderings(means: dict[tuple[float, str, str], float]) -> list[tuple[str, bool | None]]:
+def ordering_pairs() -> list[tuple[Cell, Cell]]:
+    """The ``(higher, lower)`` cells each claim of :func:`orderings` compares, in its order."""
+    return [(hi, lo) for _, hi, lo in _claims()]
+
+
+def orderings(means: dict[Cell, float]) -> list[tuple[str, bool | None]]:
     """The paper's qualitative claims of Sec. 4.2.1 checked on ``means[(dt, model, space)]``
     (``None`` where a value is missing)."""
 
@@ -329,19 +347,4 @@ def orderings(means: dict[tuple[float, str, str], float]) -> list[tuple[str, boo
         x, y = means.get(a, float("nan")), means.get(b, float("nan"))
         return None if np.isnan(x) or np.isnan(y) else bool(x > y)
 
-    out = []
-    for dt in TABLE3_PAPER:
-        for space in ("unbounded", "box"):
-            out.append(
-                (
-                    f"Laplace > Normal at Δt̄ = {dt:g} s ({space})",
-                    cmp((dt, "laplace", space), (dt, "normal", space)),
-                )
-            )
-    out.append(
-        (
-            "SlowVAE < Laplace (unbounded) at Δt̄ = 0.05 s",
-            cmp((0.05, "laplace", "unbounded"), (0.05, "slowvae", "unbounded")),
-        )
-    )
-    return out
+    return [(claim, cmp(hi, lo)) for claim, hi, lo in _claims()]
