@@ -59,10 +59,11 @@ from unmix.registry import register_objective
 
 __all__ = [
     "SlowVAEObjective",
+    "gaussian_entropy",
     "gaussian_log_density",
+    "laplace_cross_entropy",
     "laplace_log_density",
     "reconstruction_nll",
-    "laplace_cross_entropy",
     "transition_kl_sample",
 ]
 
