@@ -46,7 +46,7 @@ the values it uses for its seed sweeps); Klindt et al. train with Adam, lr 1e-4,
 from __future__ import annotations
 
 import math
-from typing import Annotated, Literal
+from typing import Annotated, Literal, get_args
 
 import torch
 import torch.nn.functional as F
@@ -54,12 +54,11 @@ from pydantic import Field
 
 from unmix.errors import ConfigError
 from unmix.objectives.base import Batch, Objective
-from unmix.objectives.elbo import kl_standard_normal
+from unmix.objectives.elbo import gaussian_entropy, kl_standard_normal
 from unmix.registry import register_objective
 
 __all__ = [
     "SlowVAEObjective",
-    "gaussian_entropy",
     "gaussian_log_density",
     "laplace_cross_entropy",
     "laplace_log_density",
@@ -114,11 +113,6 @@ def laplace_cross_entropy(
     return -torch.log(rate / 2) + rate * folded
 
 
-def gaussian_entropy(logvar: torch.Tensor) -> torch.Tensor:
-    r"""Elementwise entropy :math:`\tfrac12(\log 2\pi e + \text{logvar})` of a Gaussian."""
-    return 0.5 * (_LOG_2PI + 1.0 + logvar)
-
-
 def reconstruction_nll(x: torch.Tensor, out: torch.Tensor, likelihood: str) -> torch.Tensor:
     """−log p(x|z) per observation (summed over pixels): Bernoulli with logits ``out`` or a
     unit-variance Gaussian with mean ``out`` (constant dropped)."""
@@ -130,7 +124,8 @@ def reconstruction_nll(x: torch.Tensor, out: torch.Tensor, likelihood: str) -> t
 
 
 #: The transition terms ``objective.transition`` selects (module docstring).
-TRANSITIONS = ("sample", "reference")
+Transition = Literal["sample", "reference"]
+TRANSITIONS: tuple[str, ...] = get_args(Transition)
 
 
 class SlowVAEObjective(Objective):
@@ -168,21 +163,16 @@ class SlowVAEObjective(Objective):
         rec = reconstruction_nll(torch.cat([x, x_next]), out, likelihood)
         (mu0, mu1), (lv0, lv1), (z0, z1) = mu.split(b), logvar.split(b), z.split(b)
         if self.transition == "reference":
-            rate = model.rate
-            cross = laplace_cross_entropy(mu0 - mu1, lv0, rate) + laplace_cross_entropy(
-                mu1 - mu0, lv1, rate
+            cross = laplace_cross_entropy(mu0 - mu1, lv0, model.rate) + laplace_cross_entropy(
+                mu1 - mu0, lv1, model.rate
             )
             entropy = 0.5 * (gaussian_entropy(lv0) + gaussian_entropy(lv1))
-            return {
-                "rec": rec[:b] + rec[b:],
-                "kl_normal": 0.5 * (kl_standard_normal(mu0, lv0) + kl_standard_normal(mu1, lv1)),
-                "kl_transition": (cross - entropy).sum(-1),
-            }
-        return {
-            "rec": rec[:b] + rec[b:],
-            "kl_normal": kl_standard_normal(mu0, lv0),
-            "kl_transition": transition_kl_sample(z1, mu1, lv1, z0, model.rate),
-        }
+            kl_normal = 0.5 * (kl_standard_normal(mu0, lv0) + kl_standard_normal(mu1, lv1))
+            kl_transition = cross.sum(-1) - entropy
+        else:
+            kl_normal = kl_standard_normal(mu0, lv0)
+            kl_transition = transition_kl_sample(z1, mu1, lv1, z0, model.rate)
+        return {"rec": rec[:b] + rec[b:], "kl_normal": kl_normal, "kl_transition": kl_transition}
 
     def forward(self, model, batch: Batch) -> torch.Tensor:
         t = self.terms(model, batch.x, batch.x_pos, batch.generator)
@@ -195,7 +185,7 @@ def slowvae(
     *,
     beta: Annotated[float, Field(ge=0, le=1e6)] = 1.0,
     gamma: Annotated[float, Field(ge=0, le=1e6)] = 10.0,
-    transition: Literal["sample", "reference"] = "sample",
+    transition: Transition = "sample",
 ) -> Objective:
     """Klindt et al.'s SlowVAE loss (β = 1, γ = 10: the authors' released defaults);
     ``transition: reference`` = the released code's transition term (module docstring)."""
