@@ -36,6 +36,11 @@ class MLPModelSpec(SpecBase):
     negative_slope: Annotated[float, Field(ge=0, le=1)] = 0.01
     radius: Annotated[float, Field(gt=0, le=1e6)] = 1.0
     learn_radius: bool = False
+    learn_magnitude: bool = Field(
+        default=True,
+        description="Box heads (box, box_sigmoid): learn the per-dimension magnitude b "
+        "(initialised at 1). false keeps b = 1, so box_sigmoid spans the unit box (0, 1)^N.",
+    )
     out_dim: Annotated[int, Field(ge=1, le=100_000)] | None = Field(
         default=None,
         description="Dimensions of the representation ẑ; default latent.dim. More than the "
@@ -161,6 +166,7 @@ def mlp(
     negative_slope: float = 0.01,
     radius: float = 1.0,
     learn_radius: bool = False,
+    learn_magnitude: bool = True,
 ) -> nn.Module:
     from unmix.models.encoders import MLPEncoder
 
@@ -177,8 +183,11 @@ def mlp(
             space=space,
             radius=radius,
             learn_radius=learn_radius,
+            learn_magnitude=learn_magnitude,
         )
-    return MLPEncoder(in_dim, out_dim, hidden, negative_slope, space, radius, learn_radius)
+    return MLPEncoder(
+        in_dim, out_dim, hidden, negative_slope, space, radius, learn_radius, learn_magnitude
+    )
 
 
 @register_model("identity", spec=IdentityModelSpec)

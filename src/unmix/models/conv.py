@@ -129,6 +129,7 @@ class ImageEncoder(nn.Module):
         space: str = "unbounded",
         radius: float = 1.0,
         learn_radius: bool = False,
+        learn_magnitude: bool = True,
     ) -> None:
         super().__init__()
         owner = "ImageEncoder"
@@ -159,7 +160,7 @@ class ImageEncoder(nn.Module):
                 nn.LeakyReLU(negative_slope),
                 Linear(width, self.out_dim),
             )
-        self.head = make_head(space, self.out_dim, radius, learn_radius)
+        self.head = make_head(space, self.out_dim, radius, learn_radius, learn_magnitude)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         f = self.backbone(x)
