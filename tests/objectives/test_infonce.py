@@ -31,17 +31,28 @@ def _lp(p, q, tau):
 
 
 def _loop_loss(
-    sim, h, hp, neg=None, cross=True, same=False, self_pair=False, symmetric=False, dv=False, w=1.0
+    sim,
+    h,
+    hp,
+    neg=None,
+    cross=True,
+    same=False,
+    self_pair=False,
+    symmetric=False,
+    dv=False,
+    w=1.0,
+    decoupled=False,
 ):
     """Slow reference: list every candidate of every anchor, take −log softmax of the positive
     (``dv``: log of the mean over anchors of Σ exp(candidates), minus the mean positive logit;
-    ``w``: the positive logit's weight outside the logsumexp)."""
+    ``w``: the positive logit's weight outside the logsumexp; ``decoupled``: the positive is not
+    a candidate)."""
 
     def one(a, b):
         total, sums = 0.0, []
         for i in range(len(a)):
             pos = sim(a[i], b[i])
-            cands = [pos]
+            cands = [] if decoupled else [pos]
             if neg is not None:
                 negs = neg if neg.ndim == 2 else neg[i]
                 cands += [sim(a[i], v) for v in negs]
@@ -348,6 +359,68 @@ def test_dv_gradients_of_the_fused_path_equal_the_unfused_ones():
 def test_dv_estimator_is_validated_with_one_line():
     with pytest.raises(ConfigError, match="'estimator'"):
         InfoNCE(estimator="nwj")
+
+
+# --- the decoupled estimator (estimator="decoupled": the positive out of the denominator) ------
+@pytest.mark.parametrize("kw", IN_BATCH_LAYOUTS)
+@pytest.mark.parametrize("fused", [True, False])
+def test_decoupled_estimator_matches_loop(kw, fused):
+    h, hp, tau = _feats(9, 4, 70), _feats(9, 4, 71), 0.4
+    loss = InfoNCE(tau=tau, estimator="decoupled", fused=fused, **kw)(h, hp)
+    ref = _loop_loss(_dot(tau), h, hp, decoupled=True, **_ref_kwargs(kw))
+    assert float(loss) == pytest.approx(ref, rel=1e-12)
+    for p in (1.0, 2.0, 3.0):
+        lp = LpInfoNCE(p=p, tau=tau, estimator="decoupled", fused=fused, **kw)(h, hp)
+        ref = _loop_loss(_lp(p, p, tau), h, hp, decoupled=True, **_ref_kwargs(kw))
+        assert float(lp) == pytest.approx(ref, rel=1e-12)
+
+
+@pytest.mark.parametrize("shared", [True, False])
+@pytest.mark.parametrize("fused", [True, False])
+def test_decoupled_estimator_with_external_negatives_matches_loop(shared, fused):
+    h, hp, tau = _feats(7, 3, 72), _feats(7, 3, 73), 0.7
+    neg = _feats(5, 3, 74) if shared else _feats(35, 3, 74).reshape(7, 5, 3)
+    kw = dict(tau=tau, negatives="external", estimator="decoupled", fused=fused)
+    ref = _loop_loss(_dot(tau), h, hp, neg=neg, decoupled=True)
+    assert float(InfoNCE(**kw)(h, hp, neg)) == pytest.approx(ref, rel=1e-12)
+    ref = _loop_loss(_lp(2.0, 2.0, tau), h, hp, neg=neg, decoupled=True)
+    assert float(LpInfoNCE(p=2.0, **kw)(h, hp, neg)) == pytest.approx(ref, rel=1e-12)
+
+
+def test_decoupled_and_infonce_differ_by_a_softplus_per_anchor():
+    # With N_i the sum over anchor i's negatives: InfoNCE_i = log(e^{s_ii} + N_i) − s_ii and
+    # decoupled_i = log N_i − s_ii, so InfoNCE_i = decoupled_i + softplus(−decoupled_i). At B = 2
+    # each anchor has one negative, so decoupled_i is the logit difference s_ij − s_ii.
+    h, hp, tau = _feats(2, 3, 75), _feats(2, 3, 76), 0.5
+    s = h @ hp.T / tau
+    dec_i = torch.stack([s[0, 1] - s[0, 0], s[1, 0] - s[1, 1]])
+    dcl = InfoNCE(tau=tau, estimator="decoupled")(h, hp)
+    assert float(dcl) == pytest.approx(float(dec_i.mean()), rel=1e-12)
+    info_i = dec_i + F.softplus(-dec_i)
+    assert float(InfoNCE(tau=tau)(h, hp)) == pytest.approx(float(info_i.mean()), rel=1e-12)
+
+
+def test_decoupled_gradients_of_the_fused_path_equal_the_unfused_ones():
+    h0, hp0 = _feats(33, 6, 77).float(), _feats(33, 6, 78).float()
+    for make in (
+        lambda f: InfoNCE(tau=0.3, estimator="decoupled", fused=f, symmetric=True),
+        lambda f: LpInfoNCE(p=3.0, tau=0.3, estimator="decoupled", fused=f),
+    ):
+        grads = []
+        for fused in (True, False):
+            h, hp = h0.clone().requires_grad_(), hp0.clone().requires_grad_()
+            make(fused)(h, hp).backward()
+            grads.append((h.grad, hp.grad))
+        torch.testing.assert_close(grads[0][0], grads[1][0], rtol=1e-5, atol=1e-6)
+        torch.testing.assert_close(grads[0][1], grads[1][1], rtol=1e-5, atol=1e-6)
+
+
+def test_decoupled_collapsed_features_give_log_number_of_negatives():
+    h = _feats(1, 3, 79).repeat(6, 1)
+    for cls in (InfoNCE, LpInfoNCE):
+        fn = cls(estimator="decoupled", same_view_negatives=True)
+        assert fn.n_candidates(6) == 10  # 5 cross-view + 5 same-view negatives, no positive
+        assert float(fn(h, h.clone())) == pytest.approx(math.log(10), rel=1e-12)
 
 
 # --- alignment warm-up (align_weight; align_start / align_warmup of the registered kinds) -----

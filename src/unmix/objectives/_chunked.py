@@ -10,7 +10,7 @@ For anchors ``a`` ``(B, n)`` the function :func:`chunked_lse` returns, per ancho
         + \sum_m e^{s(a_i, \nu_m)}\Bigr),
 
 where ``x`` ``(B, E)`` are per-anchor extra logits computed by the caller with ordinary autograd
-(the positive's exact logit and, optionally, the self pair's), ``b`` ``(B, n)`` the positives and
+(the positive's exact logit, or ``-inf`` for no term, and, optionally, the self pair's), ``b`` ``(B, n)`` the positives and
 ``ν`` the external negatives, shared ``(M, n)`` or per anchor ``(B, M, n)``.
 
 Anchors are processed in blocks of rows. Each block's logits against one candidate set are formed
@@ -409,7 +409,8 @@ def _forward(kernel, a, b, neg, extras, cross, same, rows, floor):
         x = a[r0 : r0 + rows]
         ex = extras[r0 : r0 + rows]
         m = ex.amax(dim=1)
-        total = (ex - m.unsqueeze(1)).exp().sum(dim=1)  # the extras exactly, as logaddexp
+        # the extras exactly, as logaddexp (a row whose extras are all -inf, no term: 0, not NaN)
+        total = (ex - m.unsqueeze(1)).exp().sum(dim=1).nan_to_num_(0.0)
         for s, diag in _block_logits(kernel, x, r0, blocks, per_anchor, rows):
             if diag is not None:
                 s.diagonal(diag).fill_(float("-inf"))

@@ -114,7 +114,7 @@ from unmix.registry import SpecBase, register_objective
 __all__ = ["InfoNCE", "LpInfoNCE"]
 
 NegativesMode = Literal["in_batch", "external", "shared"]
-EstimatorMode = Literal["infonce", "dv"]
+EstimatorMode = Literal["infonce", "dv", "decoupled"]
 
 #: Default bound on the elements of one ``(rows, N_b, n)`` difference block of :class:`LpInfoNCE`.
 DEFAULT_BLOCK_ELEMENTS = 2**22
@@ -176,9 +176,9 @@ class _ContrastiveLoss(nn.Module):
         self.align_weight = _check_positive_real(
             "'align_weight'", align_weight, "1.0 is InfoNCE (the positive term at full weight)."
         )
-        if estimator not in ("infonce", "dv"):
+        if estimator not in ("infonce", "dv", "decoupled"):
             raise ConfigError(
-                f"'estimator' of {owner} must be 'infonce' or 'dv', got {estimator!r}."
+                f"'estimator' of {owner} must be 'infonce', 'dv' or 'decoupled', got {estimator!r}."
             )
         self.estimator = estimator
         if negatives not in ("in_batch", "external", "shared"):
@@ -227,15 +227,17 @@ class _ContrastiveLoss(nn.Module):
 
     # --- bookkeeping --------------------------------------------------------------------------
     def n_candidates(self, batch_size: int, n_negatives: int | None = None) -> int:
-        """Number of candidates per anchor (positive included); collapsed features give its log."""
+        """Number of candidates per anchor (the positive included, except for the ``decoupled``
+        estimator); collapsed features give its log."""
+        positive = int(self.estimator != "decoupled")
         if self.negatives == "external":
             if n_negatives is None:
                 raise ConfigError("n_candidates: pass n_negatives (M) for negatives='external'.")
-            return 1 + int(n_negatives)
+            return positive + int(n_negatives)
         if self.negatives == "shared" and n_negatives is None:
             raise ConfigError("n_candidates: pass n_negatives (M) for negatives='shared'.")
         return (
-            1
+            positive
             + (batch_size - 1) * self.cross_view_negatives
             + (batch_size - 1) * self.same_view_negatives
             + int(self.include_self)
@@ -307,7 +309,7 @@ class _ContrastiveLoss(nn.Module):
         # or backward); the positive's (and self pair's) logits are computed exactly here and
         # enter as extra per-anchor logits.
         pos = self.pair_logits(a, b)
-        extras = [pos]
+        extras = [self._positive_candidate(pos)]
         in_batch = self.negatives != "external"  # in_batch, or shared (in-batch plus h_neg)
         if in_batch and self.include_self:
             extras.append(self.pair_logits(a, a))
@@ -323,6 +325,11 @@ class _ContrastiveLoss(nn.Module):
             floor=_LSE_FLOOR,
         )
         return self._aggregate(lse, pos)
+
+    def _positive_candidate(self, pos: torch.Tensor) -> torch.Tensor:
+        """The positive's logit as a candidate of ``lse_i``: itself, or ``-inf`` (no term) for
+        the ``decoupled`` estimator, whose denominator holds the negatives only."""
+        return torch.full_like(pos, float("-inf")) if self.estimator == "decoupled" else pos
 
     def _aggregate(self, lse: torch.Tensor, pos: torch.Tensor) -> torch.Tensor:
         r"""The loss from each anchor's ``lse_i`` (over its candidates) and positive logit ``s_ii``.
@@ -346,14 +353,15 @@ class _ContrastiveLoss(nn.Module):
         if self.negatives == "external":
             assert neg is not None
             negs = self.cross_logits(a, neg) if neg.ndim == 2 else self.negative_logits(a, neg)
-            lse = torch.logaddexp(pos, _logsumexp(negs, dim=1))
+            lse = torch.logaddexp(self._positive_candidate(pos), _logsumexp(negs, dim=1))
         else:
             if self.cross_view_negatives:
                 # Row i: s(a_i, b_j) for all j; its diagonal is the positive, set from the exact
                 # pairwise value (the matrix may come from a Gram expansion).
-                lse = _logsumexp(self.cross_logits(a, b).diagonal_scatter(pos), dim=1)
+                cand = self.cross_logits(a, b).diagonal_scatter(self._positive_candidate(pos))
+                lse = _logsumexp(cand, dim=1)
             else:
-                lse = pos
+                lse = self._positive_candidate(pos)
             if self.same_view_negatives:
                 if self.include_self:
                     diag = self.pair_logits(a, a)
