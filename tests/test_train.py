@@ -397,6 +397,35 @@ def test_the_warm_up_is_refused_for_features_of_free_scale():
         Setting.from_dict(sphere)
     sphere["model"]["learn_radius"] = False
     Setting.from_dict(sphere)  # a sphere of fixed radius keeps the loss bounded
+    for space in ("box", "box_sigmoid"):  # so does a box head of fixed magnitude
+        base["model"].update(space=space, learn_magnitude=False)
+        Setting.from_dict(base)
+
+
+def test_fixed_scale_objectives_are_refused_for_features_of_free_scale_in_one_line():
+    """align_uniform and the decoupled estimator fall without bound as free-scale features grow
+    apart: refused (naming the fix) unless the model is a sphere of fixed radius or a box head of
+    fixed magnitude."""
+    base = tiny().to_dict()
+    base["latent"] = {"space": "box", "dim": 3, "conditional": {"kind": "normal", "scale": 0.1}}
+    base["model"] = {"hidden": [4, 4], "space": "box_sigmoid"}
+    objectives = [
+        ({"kind": "align_uniform"}, "align_uniform' needs features of fixed scale"),
+        ({"kind": "lp_infonce", "p": 2.0, "estimator": "decoupled"}, "decoupled needs"),
+    ]
+    for objective, message in objectives:
+        base["objective"] = objective
+        for space, fix in (
+            ("unbounded", "model.space: sphere"),
+            ("box", "learn_magnitude: false"),
+            ("box_sigmoid", "learn_magnitude: false"),
+        ):
+            base["model"].update(space=space, learn_magnitude=True)
+            with pytest.raises(ConfigError, match=f"{message}.*{fix}"):
+                Setting.from_dict(base)
+        for space in ("box", "box_sigmoid"):
+            base["model"].update(space=space, learn_magnitude=False)
+            assert Setting.from_dict(base).objective.kind == objective["kind"]
 
 
 def test_weight_decay_is_decoupled_and_zero_keeps_plain_adam():

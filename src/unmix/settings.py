@@ -541,22 +541,49 @@ class Setting(_Strict):
                 "conditional, e.g. latent.conditional: {kind: normal, scale: 0.05}"
             )
         space = getattr(self.model, "space", None)
-        if self.objective.kind in ("infonce", "align_uniform") and space not in (None, "sphere"):
+        if self.objective.kind == "infonce" and space not in (None, "sphere"):
             raise ValueError(
-                f"objective '{self.objective.kind}' needs model.space: sphere "
-                f"(got {space}); use lp_infonce for box/unbounded models"
+                f"objective 'infonce' needs model.space: sphere (got {space}); use lp_infonce "
+                "for box/unbounded models"
             )
-        warm = getattr(self.objective, "align_warmup", 0) and self.objective.align_start < 1
-        free_scale = space != "sphere" or getattr(self.model, "learn_radius", False)
-        if warm and space is not None and free_scale:
+        if space is not None and not self._fixed_scale(space):
             got = "sphere with learn_radius" if space == "sphere" else space
-            raise ValueError(
-                f"objective.align_start < 1 (the alignment warm-up) needs features of fixed "
-                f"scale, model.space: sphere with a fixed radius, got {got} (the box heads learn "
-                "their magnitude): with a free scale the loss lse − w·s_pos falls without bound "
-                "as the features grow apart. Remove objective.align_warmup and align_start"
+            fix = (
+                "set model.learn_radius: false"
+                if space == "sphere"
+                else "set model.learn_magnitude: false"
+                if space in ("box", "box_sigmoid")
+                else "use model.space: sphere or a box head with model.learn_magnitude: false"
             )
+            obj = self.objective
+            if obj.kind == "align_uniform":
+                raise ValueError(
+                    f"objective 'align_uniform' needs features of fixed scale, got {got}: its "
+                    f"uniformity term falls without bound as the features grow apart: {fix}"
+                )
+            if getattr(obj, "align_warmup", 0) and obj.align_start < 1:
+                raise ValueError(
+                    f"objective.align_start < 1 (the alignment warm-up) needs features of fixed "
+                    f"scale, a sphere of fixed radius or a box head of fixed magnitude, got {got}: "
+                    "with a free scale the loss lse − w·s_pos falls without bound as the "
+                    f"features grow apart: {fix}, or remove objective.align_warmup and align_start"
+                )
+            if getattr(obj, "estimator", None) == "decoupled":
+                raise ValueError(
+                    f"objective.estimator: decoupled needs features of fixed scale, got {got}: "
+                    "without the positive in the denominator the loss falls without bound as the "
+                    f"features grow apart: {fix}, or use estimator: infonce"
+                )
         return self
+
+    def _fixed_scale(self, space: str) -> bool:
+        """Whether the model's features have a fixed scale: a sphere of fixed radius or a box head
+        of fixed magnitude (an unbounded model, a learned radius or magnitude: a free scale)."""
+        if space == "sphere":
+            return not getattr(self.model, "learn_radius", False)
+        if space in ("box", "box_sigmoid"):
+            return not getattr(self.model, "learn_magnitude", True)
+        return False
 
     # --- serialisation -------------------------------------------------------------------------
     def __reduce__(self):

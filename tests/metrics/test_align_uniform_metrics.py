@@ -129,3 +129,33 @@ def test_other_errors():
         uniformity_term(x, negatives=torch.ones(4, 2))
     with pytest.raises(ConfigError, match=r"must have shape \(N, n\)"):
         uniform_loss(x[0])
+
+
+@pytest.mark.parametrize("p", [1.0, 1.5, 3.0])
+def test_lp_forms_match_scipy_minkowski(p):
+    # align: mean ‖x_i − y_i‖_p^α; uniform: log of the mean over distinct pairs of e^{−t‖·‖_p^p}
+    from scipy.spatial.distance import cdist, pdist
+
+    g = torch.Generator().manual_seed(11)
+    x, y = torch.rand(13, 4, generator=g, dtype=torch.float64), torch.rand(13, 4, generator=g)
+    y = y.double()
+    pair = cdist(x.numpy(), y.numpy(), "minkowski", p=p).diagonal()
+    for alpha in (p, 2.0, 0.5):
+        got = float(align_loss(x, y, alpha, check_normalized=False, p=p))
+        assert got == pytest.approx(float((pair**alpha).mean()), rel=1e-12)
+    d = pdist(x.numpy(), "minkowski", p=p) ** p
+    want = math.log(float(torch.tensor(-0.7 * d).exp().mean()))
+    assert float(uniform_loss(x, 0.7, check_normalized=False, p=p)) == pytest.approx(
+        want, rel=1e-12
+    )
+
+
+def test_p_2_is_wang_and_isola_and_other_norms_are_validated():
+    x, y = _sphere(9, 3, 12), _sphere(9, 3, 13)
+    assert float(align_loss(x, y, p=2.0)) == pytest.approx(_align_loop(x, y, 2.0), rel=1e-12)
+    assert float(uniform_loss(x, 2.0, p=2.0)) == pytest.approx(_uniform_loop(x, 2.0), rel=1e-12)
+    for bad in (0.5, float("inf")):
+        with pytest.raises(ConfigError, match="'p'"):
+            align_loss(x, y, p=bad)
+        with pytest.raises(ConfigError, match="'p'"):
+            uniform_loss(x, p=bad)

@@ -58,3 +58,25 @@ def test_errors_are_readable():
         AlignUniform(t=0)
     with pytest.raises(ConfigError, match="'align_weight' of AlignUniform must be a finite number"):
         AlignUniform(align_weight=-1)
+
+
+@pytest.mark.parametrize("p", [1.0, 3.0])
+def test_lp_form_matches_loop_on_box_features(p):
+    g = torch.Generator().manual_seed(5)
+    h, hp = torch.rand(15, 3, generator=g, dtype=torch.float64), torch.rand(15, 3, generator=g)
+    hp = hp.double()
+
+    def dist(a, b):
+        return sum(abs(u - v) ** p for u, v in zip(a.tolist(), b.tolist(), strict=True)) ** (1 / p)
+
+    align = sum(dist(a, b) ** p for a, b in zip(h, hp, strict=True)) / 15
+
+    def uniform(x, t):
+        vals = [math.exp(-t * dist(x[i], x[j]) ** p) for i in range(15) for j in range(i + 1, 15)]
+        return math.log(sum(vals) / len(vals))
+
+    fn = AlignUniform(align_weight=4.0, alpha=p, t=3.0, p=p, check_normalized=False)
+    ref = 4.0 * align + 0.5 * (uniform(h, 3.0) + uniform(hp, 3.0))
+    assert float(fn(h, hp)) == pytest.approx(ref, rel=1e-12)
+    with pytest.raises(ConfigError, match="'p'"):
+        AlignUniform(p=0.5)

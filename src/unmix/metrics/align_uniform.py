@@ -75,7 +75,12 @@ def require_normalized(name: str, x: torch.Tensor, tol: float = NORM_TOLERANCE) 
 
 
 def align_loss(
-    x: torch.Tensor, y: torch.Tensor, alpha: float = 2.0, *, check_normalized: bool = True
+    x: torch.Tensor,
+    y: torch.Tensor,
+    alpha: float = 2.0,
+    *,
+    check_normalized: bool = True,
+    p: float = 2.0,
 ) -> torch.Tensor:
     r"""Wang & Isola's alignment loss :math:`\mathbb{E}\|x_i - y_i\|_2^{\alpha}` (0-dim tensor).
 
@@ -83,6 +88,8 @@ def align_loss(
         x, y: positive pairs, row ``i`` of ``x`` paired with row ``i`` of ``y``; shape ``(N, n)``.
         alpha: exponent :math:`\alpha > 0` (paper default 2).
         check_normalized: raise :class:`ConfigError` unless rows have unit L2 norm (tol 1e-4).
+        p: the norm, :math:`\mathbb{E}\|x_i - y_i\|_p^{\alpha}` (default 2, Wang & Isola's; with
+            :math:`\alpha = p` the alignment term of Zimmermann et al.'s Lp loss).
     """
     _check_features("x", x)
     _check_features("y", y)
@@ -93,11 +100,16 @@ def align_loss(
         )
     if not alpha > 0:
         raise ConfigError(f"'alpha' must be positive, got {alpha}; the paper uses alpha=2.")
+    if not (math.isfinite(p) and p >= 1):
+        raise ConfigError(
+            f"'p' (the norm) must be a finite number >= 1, got {p}; 2 is Wang & Isola's."
+        )
     if check_normalized:
         _check_norm_pair(x, y)
-    if alpha == 2:
-        return (x - y).pow(2).sum(dim=-1).mean()
-    dist = torch.linalg.vector_norm(x - y, dim=-1)
+    if alpha == p:
+        d = (x - y).abs()
+        return (d * d if p == 2 else d.pow(p)).sum(dim=-1).mean()
+    dist = torch.linalg.vector_norm(x - y, ord=p, dim=-1)
     if alpha < 1:  # d^alpha has an infinite slope at 0: keep exact ties at a finite gradient (0).
         dist = dist.clamp_min(torch.finfo(dist.dtype).tiny)
     return dist.pow(alpha).mean()
@@ -108,7 +120,9 @@ def _check_norm_pair(x: torch.Tensor, y: torch.Tensor) -> None:
     require_normalized("y", y)
 
 
-def uniform_loss(x: torch.Tensor, t: float = 2.0, *, check_normalized: bool = True) -> torch.Tensor:
+def uniform_loss(
+    x: torch.Tensor, t: float = 2.0, *, check_normalized: bool = True, p: float = 2.0
+) -> torch.Tensor:
     r"""Wang & Isola's uniformity loss :math:`\log\frac{2}{N(N-1)}\sum_{i<j}e^{-t\|x_i-x_j\|^2}`.
 
     The average runs over distinct pairs only (``torch.pdist``), computed as a ``logsumexp`` for
@@ -118,15 +132,21 @@ def uniform_loss(x: torch.Tensor, t: float = 2.0, *, check_normalized: bool = Tr
         x: features, shape ``(N, n)`` with ``N >= 2``.
         t: temperature :math:`t > 0` of the Gaussian potential (paper default 2).
         check_normalized: raise :class:`ConfigError` unless rows have unit L2 norm (tol 1e-4).
+        p: the potential :math:`e^{-t\|x_i - x_j\|_p^p}` (default 2: the Gaussian one; 1 the
+            Laplace one, the uniformity term of Zimmermann et al.'s Lp loss).
     """
     _check_features("x", x)
     if x.shape[0] < 2:
         raise ConfigError(f"uniform_loss needs at least 2 samples (pairs), got N = {x.shape[0]}.")
     if not t > 0:
         raise ConfigError(f"'t' must be positive, got {t}; the paper uses t=2.")
+    if not (math.isfinite(p) and p >= 1):
+        raise ConfigError(
+            f"'p' (the norm) must be a finite number >= 1, got {p}; 2 is Wang & Isola's."
+        )
     if check_normalized:
         require_normalized("x", x)
-    sq = torch.pdist(x, p=2).pow(2)
+    sq = torch.pdist(x, p=p).pow(p)
     return torch.logsumexp(-t * sq, dim=0) - math.log(sq.numel())
 
 

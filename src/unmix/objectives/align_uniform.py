@@ -12,6 +12,27 @@ with :math:`\mathcal{L}_{\text{align}} = \mathbb{E}\|h_i - \tilde h_i\|_2^{\alph
 two views is *averaged*, as in Wang & Isola's training objective (each view's features should be
 uniform on its own; pairs across views are not used). Defaults :math:`\alpha = t = 2`,
 :math:`w_a = w_u = 1`.
+
+``p`` replaces the Euclidean norm by :math:`\|\cdot\|_p` in both terms, the potential by
+:math:`e^{-t\|x_i - x_j\|_p^p}` (default 2: Wang & Isola's). With :math:`\alpha = p`,
+:math:`w_a = t = 1/\tau` and :math:`w_u = 1` its terms are those of Zimmermann et al.'s Lp-InfoNCE
+(:math:`\delta = \|\cdot\|_p^p`, temperature τ) in the limit of many negatives, with the
+uniformity term pooled over the pairs of each view (as the ``dv`` estimator pools, and as Wang &
+Isola's form does) rather than taken per anchor. Other weights, or another ``t``, balance the two
+terms differently: e.g. alignment at the conditional's matched weight and a broader potential.
+
+Features of fixed scale: on the unit sphere (their setting) or in a box of fixed size (a box head
+with ``learn_magnitude: false``); with a free scale the uniformity term falls without bound, so a
+setting refuses it (:class:`unmix.settings.Setting`).
+
+Example::
+
+    >>> import torch
+    >>> from unmix.objectives import AlignUniform
+    >>> h = torch.nn.functional.normalize(torch.randn(256, 3), dim=1)
+    >>> loss = AlignUniform()(h, h)          # perfectly aligned: the uniformity term alone
+    >>> bool(loss <= 0)
+    True
 """
 
 from __future__ import annotations
@@ -48,6 +69,7 @@ class AlignUniform(nn.Module):
         uniform_weight: :math:`w_u \ge 0` (not both zero).
         alpha: alignment exponent :math:`\alpha > 0` (paper default 2).
         t: uniformity temperature :math:`t > 0` (paper default 2).
+        p: the norm of both terms, :math:`p \ge 1` (default 2).
         check_normalized: raise :class:`ConfigError` unless the features have unit L2 norm
             (tolerance 1e-4); the losses are only meaningful on the sphere. Costs one host sync.
 
@@ -61,6 +83,7 @@ class AlignUniform(nn.Module):
         alpha: float = 2.0,
         t: float = 2.0,
         *,
+        p: float = 2.0,
         check_normalized: bool = True,
     ) -> None:
         super().__init__()
@@ -74,6 +97,9 @@ class AlignUniform(nn.Module):
             )
         self.alpha = _positive(owner, "alpha", alpha)
         self.t = _positive(owner, "t", t)
+        self.p = _positive(owner, "p", p)
+        if self.p < 1:
+            raise ConfigError(f"'p' of {owner} must be >= 1 (a norm), got {p!r}.")
         self.check_normalized = bool(check_normalized)
 
     def forward(
@@ -89,17 +115,17 @@ class AlignUniform(nn.Module):
             for name, x in (("h", h), ("h_pos", h_pos)):
                 if isinstance(x, torch.Tensor):
                     require_normalized(name, x)
-        align = align_loss(h, h_pos, self.alpha, check_normalized=False)
+        align = align_loss(h, h_pos, self.alpha, check_normalized=False, p=self.p)
         uniform = 0.5 * (
-            uniform_loss(h, self.t, check_normalized=False)
-            + uniform_loss(h_pos, self.t, check_normalized=False)
+            uniform_loss(h, self.t, check_normalized=False, p=self.p)
+            + uniform_loss(h_pos, self.t, check_normalized=False, p=self.p)
         )
         return self.align_weight * align + self.uniform_weight * uniform
 
     def extra_repr(self) -> str:
         return (
             f"align_weight={self.align_weight}, uniform_weight={self.uniform_weight}, "
-            f"alpha={self.alpha}, t={self.t}"
+            f"alpha={self.alpha}, t={self.t}" + (f", p={self.p:g}" if self.p != 2 else "")
         )
 
 
@@ -110,10 +136,21 @@ def align_uniform(
     uniform_weight: Annotated[float, Field(ge=0, le=1e6)] = 1.0,
     alpha: Annotated[float, Field(gt=0, le=100)] = 2.0,
     t: Annotated[float, Field(gt=0, le=1e4)] = 2.0,
+    p: Annotated[float, Field(ge=1, le=100)] = 2.0,
 ):
-    """Wang & Isola's ``align_weight·L_align(α) + uniform_weight·L_uniform(t)`` on the sphere."""
+    """Wang & Isola's ``align_weight·L_align(α) + uniform_weight·L_uniform(t)`` on features of
+    fixed scale: the unit sphere (their setting), or a box head of fixed magnitude
+    (``model.learn_magnitude: false``). The setting checks the model space once
+    (:class:`unmix.settings.Setting`), so the per-step unit-norm check is off here."""
     from unmix.objectives.base import Contrastive
 
     return Contrastive(
-        AlignUniform(align_weight=align_weight, uniform_weight=uniform_weight, alpha=alpha, t=t)
+        AlignUniform(
+            align_weight=align_weight,
+            uniform_weight=uniform_weight,
+            alpha=alpha,
+            t=t,
+            p=p,
+            check_normalized=False,
+        )
     )
