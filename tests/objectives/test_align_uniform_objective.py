@@ -80,3 +80,19 @@ def test_lp_form_matches_loop_on_box_features(p):
     assert float(fn(h, hp)) == pytest.approx(ref, rel=1e-12)
     with pytest.raises(ConfigError, match="'p'"):
         AlignUniform(p=0.5)
+
+
+@pytest.mark.parametrize("p", [1.0, 2.0, 3.0])
+def test_the_chunked_uniformity_term_equals_the_metric_with_its_gradients(p):
+    # the objective forms the uniformity term as a chunked logsumexp (no N × N tensor); value
+    # and gradient equal unmix.metrics.uniform_loss (torch.pdist) in float64
+    from unmix.metrics import uniform_loss
+
+    x = torch.rand(300, 5, generator=torch.Generator().manual_seed(8), dtype=torch.float64)
+    x.requires_grad_()
+    fused = AlignUniform(t=6.0, p=p, check_normalized=False)._uniform(x)
+    (g_fused,) = torch.autograd.grad(fused, x)
+    ref = uniform_loss(x, 6.0, check_normalized=False, p=p)
+    (g_ref,) = torch.autograd.grad(ref, x)
+    assert float(fused) == pytest.approx(float(ref), rel=1e-12)
+    torch.testing.assert_close(g_fused, g_ref, rtol=1e-9, atol=1e-12)
