@@ -148,6 +148,15 @@ def test_departures_name_the_fields_where_a_run_left_the_paper(tmp_path):
     (tmp_path / runs.CONFIG).write_text(box.setting.replace(**warm).to_yaml())
     row = {**row, "preset": box.name}
     assert departures(box, [row]) == "τ 0.005, τ warm-up (1 → 0.005 over 50% of steps)"
+    row3 = presets.get("zimmermann-table2-row3")  # align + uniform on the unit box
+    au = {"objective": {"kind": "align_uniform", "align_weight": 200.0, "t": 10.0}}
+    au.update({"model.space": "box_sigmoid", "model.learn_magnitude": False})
+    (tmp_path / runs.CONFIG).write_text(row3.setting.replace(**au).to_yaml())
+    row = {**row, "preset": row3.name}
+    assert departures(row3, [row]) == (
+        "b fixed at 1 (the unit box), sigmoid·b head (the reference code's), align + uniform "
+        "terms in place of the Lp-InfoNCE (alignment weight 200, potential e^(−10·δ))"
+    )
 
 
 def test_report_only_writes_the_finished_runs_and_trains_nothing(tmp_path):

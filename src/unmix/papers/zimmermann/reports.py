@@ -111,6 +111,8 @@ RECIPE_FIELDS = {
     "model.space": "{} head",
     "objective.align_warmup": "alignment warm-up",
     "objective.tau_warmup": "τ warm-up",
+    "objective.kind": "objective {}",
+    "model.learn_magnitude": "learned magnitude {}",
 }
 """Fields whose departure from the paper's setting a Table 1/2 report names beside the row."""
 
@@ -162,6 +164,16 @@ def departures(preset: Preset, rows: list[dict]) -> str:
                     if value:
                         start, tau = flat.get("objective.tau_start"), flat.get("objective.tau", 1.0)
                         parts.append(f"τ warm-up ({start:g} → {tau:g} over {value:.0%} of steps)")
+                    continue
+                if key == "objective.kind" and value == "align_uniform":
+                    w, t = flat.get("objective.align_weight"), flat.get("objective.t")
+                    parts.append(
+                        f"align + uniform terms in place of the Lp-InfoNCE (alignment weight "
+                        f"{w:g}, potential e^(−{t:g}·δ))"
+                    )
+                    continue
+                if key == "model.learn_magnitude" and value is False:
+                    parts.append("b fixed at 1 (the unit box)")
                     continue
                 if key == "model.space" and value == "box_sigmoid":
                     parts.append("sigmoid·b head (the reference code's)")
