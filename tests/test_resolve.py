@@ -185,32 +185,43 @@ def test_quick_rule_for_box_rows_with_an_unbounded_encoder_follows_the_condition
         steps = 16_000 if s.latent.conditional.kind == "normal" else 8000
         assert (s.train.batch_size, s.train.steps) == (1024, steps)
         assert (s.objective.tau_start, s.objective.tau_warmup) == (1.0, 0.5)
-    # the box-model row with a Laplace loss (row 5): the paper's L∞ head and τ = 1
-    s = resolve("zimmermann-table2-row5", "quick").setting
-    assert (s.model.space, s.objective.tau, s.train.steps) == ("box", 1.0, 4000)
-    assert s.objective.tau_warmup == 0.0
     assert resolve("zimmermann-table1-row7", "paper").setting.objective.tau == 1.0
 
 
-def test_quick_rule_for_theorem_6_box_models_takes_the_reference_head_and_the_matched_tau():
-    """A box model whose Lp loss matches a non-Gaussian conditional (Table 2's M. rows 1-2):
-    the reference code's sigmoid·b head, the matched τ by the warm-up, 8,000 steps; the paper
-    budget keeps the paper's L∞ head; Fig. 2's box points (normal marginal: not matched) and the
-    baselines keep their rules."""
-    from unmix.papers.zimmermann.presets import assumptions_match
+def test_quick_rule_for_box_models_trains_align_and_uniform_terms_on_the_unit_box():
+    """Table 2's box-model rows 1-5 (matched or not): the alignment term at the conditional's
+    matched weight 1/τ*, the uniformity term under the potential e^(−t‖·‖_p^p) with
+    t = 5(p + 1)(p + 2)/6, on the unit box (sigmoid head, magnitude fixed at 1), 8,000 steps;
+    the paper budget keeps the paper's L∞ head and Lp-InfoNCE; the Supervised column, the
+    unbounded rows and Fig. 2's box points keep their rules."""
+    from unmix.papers.zimmermann import matched_lp_tau
 
-    for row, tau in ((1, 0.05), (2, 0.000125)):
+    # (row, p, 1/τ*, t): Laplace λ = 0.05 with p = 1: 1/λ; GenNorm β = 3 with p = 3: 1/λ³;
+    # normal σ = 0.05 with p = 2: 1/(2σ²); Laplace with p = 2: 1/(2·2λ²); GenNorm with p = 1:
+    # 1/E|ε| = Γ(1/3)/(λ·Γ(2/3))
+    expected = [(1, 1.0, 20.0, 5.0), (2, 3.0, 8000.0, 16.7), (3, 2.0, 200.0, 10.0)]
+    expected += [(4, 2.0, 100.0, 10.0), (5, 1.0, 39.6, 5.0)]
+    for row, p, weight, t in expected:
         s = resolve(f"zimmermann-table2-row{row}", "quick").setting
-        assert assumptions_match(s, "permutation")
-        assert (s.model.space, s.objective.tau, s.train.steps) == ("box_sigmoid", tau, 8000)
-        assert (s.objective.tau_start, s.objective.tau_warmup) == (1.0, 0.5)
-        assert resolve(f"zimmermann-table2-row{row}", "paper").setting.model.space == "box"
+        o = s.objective
+        assert (o.kind, o.p, o.alpha, o.t, o.uniform_weight) == ("align_uniform", p, p, t, 1.0)
+        assert o.align_weight == pytest.approx(weight, rel=1e-12)
+        assert o.align_weight == float(f"{1 / matched_lp_tau(s.latent.conditional, p):.3g}")
+        assert (s.model.space, s.model.learn_magnitude, s.train.steps) == (
+            "box_sigmoid", False, 8000
+        )  # fmt: skip
+        paper = resolve(f"zimmermann-table2-row{row}", "paper").setting
+        assert (paper.objective.kind, paper.model.space) == ("lp_infonce", "box")
     sup = resolve("zimmermann-table2-row1", "quick", column="supervised").setting
     assert sup.objective.kind == "supervised" and sup.train.steps == 4000
     assert sup.model.space == "box_sigmoid"  # a regression needs the box's interior
+    assert sup.model.learn_magnitude  # ... and learns its magnitude as the paper's head does
     assert resolve("zimmermann-table1-row5", "quick", column="supervised").setting.model.space == (
         "unbounded"
     )
+    for row in (6, 7, 8, 9, 10):  # the same losses on an unbounded model: Lp-InfoNCE
+        s = resolve(f"zimmermann-table2-row{row}", "quick").setting
+        assert s.objective.kind == "lp_infonce" and s.model.space == "unbounded"
     # Fig. 2's box points are Table 1 row 5 with the marginal swept: row 5's rule, whatever the
     # marginal (the rule reads the conditional, not the marginal)
     row5 = resolve("zimmermann-table1-row5", "quick").setting
@@ -219,31 +230,6 @@ def test_quick_rule_for_theorem_6_box_models_takes_the_reference_head_and_the_ma
         assert s.latent.marginal.kind == "normal"
         assert (s.model, s.objective, s.train) == (row5.model, row5.objective, row5.train)
         assert (s.model.space, s.objective.tau, s.train.steps) == ("unbounded", 0.005, 16_000)
-
-
-def test_quick_rule_for_box_models_with_a_rotation_invariant_loss_takes_align_uniform():
-    """Table 2 rows 3 and 4 (a box model, q_h normal: p = 2, no Theorem 6 match): Wang & Isola's
-    align + uniform terms on the unit box (sigmoid head, magnitude fixed at 1), 4,000 steps; the
-    paper budget and the matched box rows keep theirs."""
-    # alignment at the matched weight 1/τ* (normal σ = 0.05: 1/(2σ²); Laplace λ = 0.05 with
-    # p = 2: 1/(2·2λ²)), the Gaussian potential at t = 10
-    for row, weight in ((3, 200.0), (4, 100.0)):
-        s = resolve(f"zimmermann-table2-row{row}", "quick").setting
-        o = s.objective
-        assert (o.kind, o.p, o.alpha, o.t, o.align_weight, o.uniform_weight) == (
-            "align_uniform", 2.0, 2.0, 10.0, weight, 1.0
-        )  # fmt: skip
-        assert (s.model.space, s.model.learn_magnitude, s.train.steps) == (
-            "box_sigmoid", False, 4000
-        )  # fmt: skip
-        paper = resolve(f"zimmermann-table2-row{row}", "paper").setting
-        assert (paper.objective.kind, paper.model.space) == ("lp_infonce", "box")
-    for row in (1, 2, 5):  # matched (Theorem 6) or a p = 1 loss: not this rule
-        s = resolve(f"zimmermann-table2-row{row}", "quick").setting
-        assert s.objective.kind == "lp_infonce" and s.model.learn_magnitude
-    for row in (8, 9):  # the same losses on an unbounded model: the collapse is the finding
-        s = resolve(f"zimmermann-table2-row{row}", "quick").setting
-        assert s.objective.kind == "lp_infonce" and s.model.space == "unbounded"
 
 
 def test_quick_rule_for_weak_vmf_rows_warms_infonce_up():
