@@ -154,8 +154,8 @@ def test_departures_name_the_fields_where_a_run_left_the_paper(tmp_path):
     (tmp_path / runs.CONFIG).write_text(row3.setting.replace(**au).to_yaml())
     row = {**row, "preset": row3.name}
     assert departures(row3, [row]) == (
-        "b fixed at 1 (the unit box), sigmoid·b head (the reference code's), align + uniform "
-        "terms in place of the Lp-InfoNCE (alignment weight 200, potential e^(−10·δ))"
+        "sigmoid head, b fixed at 1 (the unit box), align + uniform terms in place of the "
+        "Lp-InfoNCE (alignment weight 200, potential e^(−10·δ))"
     )
 
 

@@ -112,7 +112,6 @@ RECIPE_FIELDS = {
     "objective.align_warmup": "alignment warm-up",
     "objective.tau_warmup": "τ warm-up",
     "objective.kind": "objective {}",
-    "model.learn_magnitude": "learned magnitude {}",
 }
 """Fields whose departure from the paper's setting a Table 1/2 report names beside the row."""
 
@@ -172,11 +171,11 @@ def departures(preset: Preset, rows: list[dict]) -> str:
                         f"{w:g}, potential e^(−{t:g}·δ))"
                     )
                     continue
-                if key == "model.learn_magnitude" and value is False:
-                    parts.append("b fixed at 1 (the unit box)")
-                    continue
                 if key == "model.space" and value == "box_sigmoid":
-                    parts.append("sigmoid·b head (the reference code's)")
+                    if flat.get("model.learn_magnitude", True):
+                        parts.append("sigmoid·b head (the reference code's)")
+                    else:
+                        parts.append("sigmoid head, b fixed at 1 (the unit box)")
                     continue
                 if isinstance(value, list):
                     value = "-".join(str(v) for v in value)
