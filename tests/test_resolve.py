@@ -147,14 +147,13 @@ def test_every_preset_resolves_under_every_budget_and_round_trips_through_yaml()
 
 
 def test_a_baseline_column_gets_the_recipe_of_its_own_content():
-    """The quick rule for box rows with an unbounded encoder (τ, 16,000 steps for normal noise) is the
-    contrastive objective's; the Supervised column regresses z and gets the regression's recipe,
+    """The quick rule for box rows (align + uniform, 8,000 steps) is the contrastive objective's; the Supervised column regresses z and gets the regression's recipe,
     chosen by the paper's rule from the column's content. The column still wins on its own
     fields (Identity: no training)."""
     unsup = resolve("zimmermann-table1-row5", "quick").setting
     sup = resolve("zimmermann-table1-row5", "quick", column="supervised")
     ident = resolve("zimmermann-table1-row5", "quick", column="identity").setting
-    assert (unsup.objective.tau, unsup.train.steps) == (0.005, 16_000)
+    assert (unsup.objective.kind, unsup.train.steps) == ("align_uniform", 8000)
     assert sup.setting.objective.kind == "supervised"
     assert (sup.setting.train.batch_size, sup.setting.train.steps) == (1024, 4000)
     assert sup.provenance["train.steps"] == "paper:zimmermann/quick"
@@ -162,56 +161,36 @@ def test_a_baseline_column_gets_the_recipe_of_its_own_content():
     assert ident.model.kind == "identity" and ident.train.steps == 0
 
 
-def test_quick_rule_for_box_rows_with_an_unbounded_encoder_follows_the_conditional():
-    """Box latents, unbounded encoder, Lp loss, normal / Laplace / generalised-normal noise → the
-    moment-matched τ = p·E|ε|^p, reached from the paper's τ = 1 over the first half of the run,
-    batch 1,024, 8,000 steps; a bounded (box) encoder keeps the paper's τ = 1 and 4,000 steps."""
+def test_quick_rule_for_box_latents_trains_align_and_uniform_terms():
+    """Box latents, an Lp loss, normal / Laplace / generalised-normal noise (Tables 1-2, Fig. 2's
+    box points): the alignment term at the conditional's matched weight 1/τ*, the uniformity term
+    under e^(−t‖·‖_p^p) with t = 5(p + 1)(p + 2)/6, 8,000 steps; a box model on the unit box
+    (sigmoid head, magnitude fixed at 1), an unbounded one as it is. The paper budget keeps the
+    paper's Lp-InfoNCE; the Supervised column keeps its rule."""
     from unmix.papers.zimmermann import matched_lp_tau
 
-    for name, tau in [
-        ("zimmermann-table1-row5", 0.005),  # Normal σ = 0.05, p = 2: 2σ²
-        ("zimmermann-table1-row8", 0.000598),  # Normal, p = 3: 3·E|ε|³
-        ("zimmermann-table1-row6", 0.01),  # Laplace λ = 0.05, p = 2: 2·2λ²
-        ("zimmermann-table1-row7", 0.00225),  # Laplace, p = 3: 3·6λ³
-        ("zimmermann-table2-row6", 0.05),  # Laplace, p = 1: λ
-        ("zimmermann-table2-row7", 0.000125),  # GenNorm β = 3, p = 3: λ³
-    ]:
-        s = resolve(name, "quick").setting
-        assert s.objective.tau == pytest.approx(tau)
-        assert s.objective.tau == float(
-            f"{matched_lp_tau(s.latent.conditional, s.objective.p):.3g}"
-        )
-        # normal noise (the most saturated task) trains twice as long as Laplace / GenNorm
-        steps = 16_000 if s.latent.conditional.kind == "normal" else 8000
-        assert (s.train.batch_size, s.train.steps) == (1024, steps)
-        assert (s.objective.tau_start, s.objective.tau_warmup) == (1.0, 0.5)
-    assert resolve("zimmermann-table1-row7", "paper").setting.objective.tau == 1.0
-
-
-def test_quick_rule_for_box_models_trains_align_and_uniform_terms_on_the_unit_box():
-    """Table 2's box-model rows 1-5 (matched or not): the alignment term at the conditional's
-    matched weight 1/τ*, the uniformity term under the potential e^(−t‖·‖_p^p) with
-    t = 5(p + 1)(p + 2)/6, on the unit box (sigmoid head, magnitude fixed at 1), 8,000 steps;
-    the paper budget keeps the paper's L∞ head and Lp-InfoNCE; the Supervised column, the
-    unbounded rows and Fig. 2's box points keep their rules."""
-    from unmix.papers.zimmermann import matched_lp_tau
-
-    # (row, p, 1/τ*, t): Laplace λ = 0.05 with p = 1: 1/λ; GenNorm β = 3 with p = 3: 1/λ³;
-    # normal σ = 0.05 with p = 2: 1/(2σ²); Laplace with p = 2: 1/(2·2λ²); GenNorm with p = 1:
-    # 1/E|ε| = Γ(1/3)/(λ·Γ(2/3))
-    expected = [(1, 1.0, 20.0, 5.0), (2, 3.0, 8000.0, 16.7), (3, 2.0, 200.0, 10.0)]
-    expected += [(4, 2.0, 100.0, 10.0), (5, 1.0, 39.6, 5.0)]
-    for row, p, weight, t in expected:
-        s = resolve(f"zimmermann-table2-row{row}", "quick").setting
-        o = s.objective
-        assert (o.kind, o.p, o.alpha, o.t, o.uniform_weight) == ("align_uniform", p, p, t, 1.0)
-        assert o.align_weight == pytest.approx(weight, rel=1e-12)
-        assert o.align_weight == float(f"{1 / matched_lp_tau(s.latent.conditional, p):.3g}")
-        assert (s.model.space, s.model.learn_magnitude, s.train.steps) == (
-            "box_sigmoid", False, 8000
-        )  # fmt: skip
-        paper = resolve(f"zimmermann-table2-row{row}", "paper").setting
-        assert (paper.objective.kind, paper.model.space) == ("lp_infonce", "box")
+    # (preset, p, 1/τ*, t): Laplace λ = 0.05: p = 1 1/λ, p = 2 1/(2·2λ²), p = 3 1/(3·6λ³);
+    # normal σ = 0.05: p = 2 1/(2σ²), p = 3 1/(3·E|ε|³); GenNorm β = 3: p = 3 1/λ³,
+    # p = 1 1/E|ε| = Γ(1/3)/(λ·Γ(2/3))
+    box = [("table2-row1", 1.0, 20.0, 5.0), ("table2-row2", 3.0, 8000.0, 16.7)]
+    box += [("table2-row3", 2.0, 200.0, 10.0), ("table2-row4", 2.0, 100.0, 10.0)]
+    box += [("table2-row5", 1.0, 39.6, 5.0)]
+    unbounded = [("table1-row5", 2.0, 200.0, 10.0), ("table1-row6", 2.0, 100.0, 10.0)]
+    unbounded += [("table1-row7", 3.0, 444.0, 16.7), ("table1-row8", 3.0, 1670.0, 16.7)]
+    unbounded += [("table2-row6", 1.0, 20.0, 5.0), ("table2-row7", 3.0, 8000.0, 16.7)]
+    unbounded += [("table2-row10", 3.0, 1670.0, 16.7), ("fig2-box-invvar1", 2.0, 200.0, 10.0)]
+    for group, space in ((box, "box_sigmoid"), (unbounded, "unbounded")):
+        for name, p, weight, t in group:
+            s = resolve(f"zimmermann-{name}", "quick").setting
+            o = s.objective
+            assert (o.kind, o.p, o.alpha, o.t, o.uniform_weight) == ("align_uniform", p, p, t, 1.0)
+            assert o.align_weight == pytest.approx(weight, rel=1e-12)
+            assert o.align_weight == float(f"{1 / matched_lp_tau(s.latent.conditional, p):.3g}")
+            assert (s.model.space, s.train.steps, s.train.batch_size) == (space, 8000, 1024)
+            assert s.model.learn_magnitude is (space == "unbounded")
+            paper = resolve(f"zimmermann-{name}", "paper").setting
+            assert paper.objective.kind == "lp_infonce"
+            assert paper.model.space == ("box" if space == "box_sigmoid" else "unbounded")
     sup = resolve("zimmermann-table2-row1", "quick", column="supervised").setting
     assert sup.objective.kind == "supervised" and sup.train.steps == 4000
     assert sup.model.space == "box_sigmoid"  # a regression needs the box's interior
@@ -219,9 +198,6 @@ def test_quick_rule_for_box_models_trains_align_and_uniform_terms_on_the_unit_bo
     assert resolve("zimmermann-table1-row5", "quick", column="supervised").setting.model.space == (
         "unbounded"
     )
-    for row in (6, 7, 8, 9, 10):  # the same losses on an unbounded model: Lp-InfoNCE
-        s = resolve(f"zimmermann-table2-row{row}", "quick").setting
-        assert s.objective.kind == "lp_infonce" and s.model.space == "unbounded"
     # Fig. 2's box points are Table 1 row 5 with the marginal swept: row 5's rule, whatever the
     # marginal (the rule reads the conditional, not the marginal)
     row5 = resolve("zimmermann-table1-row5", "quick").setting
@@ -229,7 +205,6 @@ def test_quick_rule_for_box_models_trains_align_and_uniform_terms_on_the_unit_bo
         s = resolve(name, "quick").setting
         assert s.latent.marginal.kind == "normal"
         assert (s.model, s.objective, s.train) == (row5.model, row5.objective, row5.train)
-        assert (s.model.space, s.objective.tau, s.train.steps) == ("unbounded", 0.005, 16_000)
 
 
 def test_quick_rule_for_weak_vmf_rows_warms_infonce_up():

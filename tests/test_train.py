@@ -403,14 +403,15 @@ def test_the_warm_up_is_refused_for_features_of_free_scale():
 
 
 def test_fixed_scale_objectives_are_refused_for_features_of_free_scale_in_one_line():
-    """align_uniform and the decoupled estimator fall without bound as free-scale features grow
-    apart: refused (naming the fix) unless the model is a sphere of fixed radius or a box head of
-    fixed magnitude."""
+    """align_uniform without its alignment term and the decoupled estimator fall without bound as
+    free-scale features grow apart: refused (naming the fix) unless the model is a sphere of fixed
+    radius or a box head of fixed magnitude; align_uniform with an alignment weight is accepted on
+    any model space (the alignment term holds the scale)."""
     base = tiny().to_dict()
     base["latent"] = {"space": "box", "dim": 3, "conditional": {"kind": "normal", "scale": 0.1}}
     base["model"] = {"hidden": [4, 4], "space": "box_sigmoid"}
     objectives = [
-        ({"kind": "align_uniform"}, "align_uniform' needs features of fixed scale"),
+        ({"kind": "align_uniform", "align_weight": 0.0}, "align_weight 0 needs features of fixed"),
         ({"kind": "lp_infonce", "p": 2.0, "estimator": "decoupled"}, "decoupled needs"),
     ]
     for objective, message in objectives:
@@ -426,6 +427,10 @@ def test_fixed_scale_objectives_are_refused_for_features_of_free_scale_in_one_li
         for space in ("box", "box_sigmoid"):
             base["model"].update(space=space, learn_magnitude=False)
             assert Setting.from_dict(base).objective.kind == objective["kind"]
+    base["objective"] = {"kind": "align_uniform", "align_weight": 100.0}
+    for space in ("unbounded", "box", "box_sigmoid"):
+        base["model"].update(space=space, learn_magnitude=True)
+        assert Setting.from_dict(base).objective.kind == "align_uniform"
 
 
 def test_weight_decay_is_decoupled_and_zero_keeps_plain_adam():

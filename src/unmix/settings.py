@@ -556,10 +556,12 @@ class Setting(_Strict):
                 else "use model.space: sphere or a box head with model.learn_magnitude: false"
             )
             obj = self.objective
-            if obj.kind == "align_uniform":
+            if obj.kind == "align_uniform" and obj.align_weight == 0:
                 raise ValueError(
-                    f"objective 'align_uniform' needs features of fixed scale, got {got}: its "
-                    f"uniformity term falls without bound as the features grow apart: {fix}"
+                    f"objective 'align_uniform' with align_weight 0 needs features of fixed "
+                    f"scale, got {got}: its uniformity term alone falls without bound as the "
+                    f"features grow apart: {fix}, or set align_weight > 0 (the alignment term "
+                    "then holds the scale)"
                 )
             if getattr(obj, "align_warmup", 0) and obj.align_start < 1:
                 raise ValueError(

@@ -21,9 +21,17 @@ uniformity term pooled over the pairs of each view (as the ``dv`` estimator pool
 Isola's form does) rather than taken per anchor. Other weights, or another ``t``, balance the two
 terms differently: e.g. alignment at the conditional's matched weight and a broader potential.
 
-Features of fixed scale: on the unit sphere (their setting) or in a box of fixed size (a box head
-with ``learn_magnitude: false``); with a free scale the uniformity term falls without bound, so a
-setting refuses it (:class:`unmix.settings.Setting`).
+Features of fixed scale — the unit sphere (their setting), a box of fixed size (a box head with
+``learn_magnitude: false``) — keep both terms bounded. On features of free scale (an unbounded
+model, a learned radius or magnitude) the alignment term is what holds the scale: scaling the
+features by c multiplies the alignment term by :math:`c^\alpha` while the uniformity term falls
+like :math:`-n \log c` in expectation, so the loss has a finite minimum over c. In a batch its
+uniformity term falls like :math:`-t c^p \min_{i \ne j}\|h_i - h_j\|_p^p` instead, so the loss
+stays bounded below while :math:`w_a\,\mathrm{mean}_i \|h_i - \tilde h_i\|_p^p` exceeds
+:math:`t \min_{i \ne j}\|h_i - h_j\|_p^p` (with α = p): true by a wide margin at the
+conditional's matched weight (docs/quick_budget_search.md, thirteenth search), not with Wang &
+Isola's :math:`w_a = 1` and a narrow conditional. A setting refuses :math:`w_a = 0` on features of
+free scale (:class:`unmix.settings.Setting`).
 
 Example::
 
@@ -151,10 +159,11 @@ def align_uniform(
     t: Annotated[float, Field(gt=0, le=1e4)] = 2.0,
     p: Annotated[float, Field(ge=1, le=100)] = 2.0,
 ):
-    """Wang & Isola's ``align_weight·L_align(α) + uniform_weight·L_uniform(t)`` on features of
-    fixed scale: the unit sphere (their setting), or a box head of fixed magnitude
-    (``model.learn_magnitude: false``). The setting checks the model space once
-    (:class:`unmix.settings.Setting`), so the per-step unit-norm check is off here."""
+    """Wang & Isola's ``align_weight·L_align(α) + uniform_weight·L_uniform(t)`` with the norm ``p``,
+    on any model space: the unit sphere (their setting), a box head of fixed magnitude
+    (``model.learn_magnitude: false``), or features of free scale held by the alignment term (see
+    the module docstring). The setting checks the model space once (:class:`unmix.settings.Setting`),
+    so the per-step unit-norm check is off here."""
     from unmix.objectives.base import Contrastive
 
     return Contrastive(

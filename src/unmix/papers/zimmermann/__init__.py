@@ -46,49 +46,42 @@ def matched_lp_tau(dist: Any, p: float) -> float:
 ALIGN_WARMUP: dict[str, Any] = {"objective.align_start": 0.5, "objective.align_warmup": 0.5}
 
 
-#: The quick budget's temperature warm-up for the box rows with an unbounded encoder: τ from the
-#: paper's 1 to the moment-matched τ (geometrically) over the first half of the run
-#: (docs/quick_budget_search.md, sixth search).
-TAU_WARMUP: dict[str, Any] = {"objective.tau_start": 1.0, "objective.tau_warmup": 0.5}
-
 #: The quick budget's length for the sphere rows with a vMF conditional of κ ≤ 1 (fifth search:
 #: with the warm-up, R² 97.4 at 15,000 steps, 98.7 at 30,000, still rising).
 KAPPA_LE_1_STEPS = 30_000
 
-#: The quick budget's length for box latents with normal noise and an unbounded encoder (Table 1
-#: rows 5 and 8, Table 2 rows 8 and 10, Fig. 2's box points): twice the other box rows' 8,000.
-#: Their in-batch task saturates most (at the matched scale the nearest of 1,023 negatives lies
-#: ≈ 51 nats beyond the positive, ≈ 25 under Laplace noise: ninth search), and their R² is
-#: compute-limited, +1.0–1.5 points per doubling of the steps (eighth search).
-NORMAL_BOX_STEPS = 16_000
+#: The quick budget's length for box latents under :func:`box_align_uniform` (Tables 1–2 rows with
+#: box latents, Fig. 2's box points): most rows are within a point of the paper by 3,000–4,000
+#: steps, Table 2 row 5 (generalised-normal noise, a Laplace loss) needs ≈ 6,000 (thirteenth
+#: search).
+BOX_STEPS = 8000
 
 
-#: The quick budget's length for a box model (Table 2 rows 1–5) under :func:`box_align_uniform`:
-#: rows 2–4 are within a point of the paper by 3,000–4,000 steps, row 5 (generalised-normal noise,
-#: a Laplace loss) needs ≈ 6,000 (thirteenth search).
-BOX_MODEL_STEPS = 8000
+def box_align_uniform(cond: Any, p: float, *, bounded: bool = True) -> dict[str, Any]:
+    r"""The quick budget's recipe for box latents (docs/quick_budget_search.md, thirteenth
+    search): the row's Lp-InfoNCE replaced by its two terms at separate scales — the alignment
+    term :math:`\mathbb{E}\|h - \tilde h\|_p^p` at the conditional's matched weight
+    :math:`1/\tau^*` (:func:`matched_lp_tau`: where the critic *is* the conditional's log
+    density), and the uniformity term :math:`\log \mathbb{E} e^{-t\|h_i - h_j\|_p^p}` under a
+    broad potential that a batch of 1,024 can estimate (its mean exponent over independent
+    uniform pairs of the unit box 5/3 per coordinate: :math:`t = 5(p + 1)(p + 2)/6`, t = 10 at
+    p = 2). At the matched τ the in-batch task saturates and its uniformity signal vanishes; at
+    τ = 1 the alignment signal is too weak for the quick budget.
 
-
-def box_align_uniform(cond: Any, p: float) -> dict[str, Any]:
-    r"""The quick budget's recipe for a box model (docs/quick_budget_search.md, thirteenth search):
-    the row's Lp-InfoNCE replaced by its two terms at separate scales — the alignment term
-    :math:`\mathbb{E}\|h - \tilde h\|_p^p` at the conditional's matched weight
-    :math:`1/\tau^*` (:func:`matched_lp_tau`: where the critic *is* the conditional's log density),
-    and the uniformity term :math:`\log \mathbb{E} e^{-t\|h_i - h_j\|_p^p}` with a broad potential
-    a batch of 1,024 can estimate (its mean exponent over independent uniform pairs of the unit box
-    5/3 per coordinate: :math:`t = 5(p + 1)(p + 2)/6`, t = 10 at p = 2) — on the unit box the
-    latents fill: the reference code's sigmoid head with its magnitude fixed at b = 1, so the
-    features' scale is the box's, which both terms need. (At the matched τ the in-batch task
-    saturates and its uniformity signal vanishes; at τ = 1 the alignment signal is too weak.)"""
-    return {
+    ``bounded`` (a box model): on the unit box the latents fill — the reference code's sigmoid
+    head with its magnitude fixed at b = 1, so the features' scale is the box's and its faces fix
+    the axes. An unbounded model keeps its space: the alignment term at the matched weight holds
+    its scale (:class:`unmix.objectives.AlignUniform`)."""
+    out: dict[str, Any] = {
         "objective.kind": "align_uniform",
         "objective.p": float(p),
         "objective.alpha": float(p),
         "objective.t": float(f"{5 * (p + 1) * (p + 2) / 6:.3g}"),
         "objective.align_weight": float(f"{1 / matched_lp_tau(cond, p):.3g}"),
-        "model.space": "box_sigmoid",
-        "model.learn_magnitude": False,
     }
+    if bounded:
+        out.update({"model.space": "box_sigmoid", "model.learn_magnitude": False})
+    return out
 
 
 def quick_overrides(setting: Setting) -> dict[str, Any]:
@@ -100,22 +93,14 @@ def quick_overrides(setting: Setting) -> dict[str, Any]:
       weight from 1/2 to 1 over the first half of the run, :data:`ALIGN_WARMUP`; other
       objectives lr 1e-3 instead), otherwise 3,000 steps;
     * sphere, projected noise (scale 0.05): τ = 0.05, 8,000 steps;
-    * box with an unbounded encoder, an Lp objective (``q = p``) and a normal, Laplace or
-      generalised-normal conditional: the moment-matched τ = :func:`matched_lp_tau` (3
-      significant digits; at the paper's τ = 1 the encoder spends its steps inflating its output
-      scale towards it), reached by the temperature warm-up :data:`TAU_WARMUP` from the paper's
-      τ = 1 over the first half of the run (at the matched τ alone the in-batch task saturates
-      from the first steps), batch 1,024, 8,000 steps (the curves still rise at 4,000; for
-      normal noise the second search's rule — a fifth of it, batch 4,096, 800 steps — measured
-      worse at about the same CPU time); normal noise, whose task saturates most, twice as
-      long (:data:`NORMAL_BOX_STEPS`, 16,000 steps);
-    * a box model with an Lp objective (``q = p``) and a normal, Laplace or generalised-normal
-      conditional (Table 2 rows 1–5, matched or not): :func:`box_align_uniform` — the alignment
-      term at the conditional's matched weight and the uniformity term under a broad potential,
-      on the unit box (sigmoid head of fixed magnitude 1), in place of the Lp-InfoNCE,
-      :data:`BOX_MODEL_STEPS` steps (docs/quick_budget_search.md, thirteenth search; until then
-      the matched rows took the sigmoid·b head with the matched τ, the others the paper's L∞
-      head at τ = 1: MCC 99.5 / 56.3 / 74.9 / 94.0 / 66.9 on rows 1–5);
+    * box latents, an Lp objective (``q = p``) and a normal, Laplace or generalised-normal
+      conditional, a box or an unbounded model (Table 1 rows 5–8, Table 2, Fig. 2's box points):
+      :func:`box_align_uniform` — the alignment term at the conditional's matched weight and the
+      uniformity term under a broad potential in place of the Lp-InfoNCE, a box model on the unit
+      box (sigmoid head of fixed magnitude 1), :data:`BOX_STEPS` steps (docs/quick_budget_search.md,
+      thirteenth search; until then the unbounded rows trained the Lp-InfoNCE with τ warmed up to
+      the moment-matched one, 8,000 or 16,000 steps, the matched box rows the sigmoid·b head with
+      the matched τ, the other box rows the paper's L∞ head at τ = 1);
     * other box settings (a bounded encoder) keep the paper's L∞ head, τ and 4,000 steps —
       except a supervised regression (the Supervised column), which takes the sigmoid·b head:
       the L∞ head's outputs lie on the cube's surface and cannot fit latents inside it;
@@ -147,29 +132,17 @@ def quick_overrides(setting: Setting) -> dict[str, Any]:
         # head 99.6 / 99.7, paper 99.93; seventh search)
         out["model.space"] = "box_sigmoid"
     cond, p = lat.conditional, getattr(obj, "p", None)
+    space = getattr(setting.model, "space", None)
     if (
-        has_tau
-        and getattr(setting.model, "space", None) == "unbounded"
-        and p is not None
-        and getattr(obj, "q", None) in (None, p)
-        and cond is not None
-        and cond.kind in ("normal", "laplace", "gennorm")
-    ):
-        out = {"objective.tau": float(f"{matched_lp_tau(cond, p):.3g}"), "train.steps": 8000}
-        if cond.kind == "normal":
-            out["train.steps"] = NORMAL_BOX_STEPS
-        out.update(TAU_WARMUP)
-    elif (
         obj.kind == "lp_infonce"
-        and getattr(setting.model, "space", None) in ("box", "box_sigmoid")
+        and space in ("box", "box_sigmoid", "unbounded")
         and getattr(obj, "q", None) in (None, p)
         and cond is not None
         and cond.kind in ("normal", "laplace", "gennorm")
     ):
-        # a box model: the box's faces fix the axes when the features fill it; the in-batch task
-        # at the paper's τ = 1 is too broad for the quick budget, at the matched τ it saturates
-        # (seventh, ninth, twelfth searches): the two terms at separate scales on the unit box
-        out = {**box_align_uniform(cond, p), "train.steps": BOX_MODEL_STEPS}
+        # the in-batch task at the paper's τ = 1 is too broad for the quick budget, at the matched
+        # τ it saturates (seventh, ninth, twelfth searches): the two terms at separate scales
+        out = {**box_align_uniform(cond, p, bounded=space != "unbounded"), "train.steps": BOX_STEPS}
     return out
 
 
