@@ -62,6 +62,12 @@ value, with equality when every anchor's candidate sum is the same. As the numbe
 grows (minus its log) it tends to :math:`-\mathbb{E}[s(h, \tilde h)] + \log \mathbb{E}_{x, x'}
 e^{s(f(x), f(x'))}`, whose minimisers are the critics equal to the log density ratio up to a
 constant — the same condition InfoNCE's limit imposes, so the matched critic is its minimiser too.
+``"decoupled"`` (Yeh et al. 2022, decoupled contrastive learning) leaves the positive out of each
+anchor's denominator, :math:`\frac1B\sum_i(\log\sum_{j \ne i} e^{s_{ij}} - s_{ii})`; per anchor
+InfoNCE is decoupled + softplus(−decoupled), so the two share their many-negative limit (minus
+:math:`\log M`), but the negatives' softmax weights no longer vanish once the positive dominates
+(a saturated task keeps its repulsion). Its loss falls without bound on features of free scale,
+so a setting refuses it there (:class:`unmix.settings.Setting`).
 
 **Alignment warm-up** (``align_weight``, and the registered kinds' ``align_start`` /
 ``align_warmup``): the positive logit enters the loss with a weight :math:`w`,
