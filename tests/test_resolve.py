@@ -162,8 +162,8 @@ def test_a_baseline_column_gets_the_recipe_of_its_own_content():
 
 
 def test_quick_rule_for_box_latents_trains_align_and_uniform_terms():
-    """Box latents, an Lp loss, normal / Laplace / generalised-normal noise (Tables 1-2, Fig. 2's
-    box points): the alignment term at the conditional's matched weight 1/τ*, the uniformity term
+    """Box latents of a uniform marginal, an Lp loss, normal / Laplace / generalised-normal noise
+    (Tables 1-2): the alignment term at the conditional's matched weight 1/τ*, the uniformity term
     under e^(−t‖·‖_p^p) with t = 5(p + 1)(p + 2)/6, 8,000 steps; a box model on the unit box
     (sigmoid head, magnitude fixed at 1), an unbounded one as it is. The paper budget keeps the
     paper's Lp-InfoNCE; the Supervised column keeps its rule."""
@@ -178,7 +178,7 @@ def test_quick_rule_for_box_latents_trains_align_and_uniform_terms():
     unbounded = [("table1-row5", 2.0, 200.0, 10.0), ("table1-row6", 2.0, 100.0, 10.0)]
     unbounded += [("table1-row7", 3.0, 444.0, 16.7), ("table1-row8", 3.0, 1670.0, 16.7)]
     unbounded += [("table2-row6", 1.0, 20.0, 5.0), ("table2-row7", 3.0, 8000.0, 16.7)]
-    unbounded += [("table2-row10", 3.0, 1670.0, 16.7), ("fig2-box-invvar1", 2.0, 200.0, 10.0)]
+    unbounded += [("table2-row10", 3.0, 1670.0, 16.7)]
     for group, space in ((box, "box_sigmoid"), (unbounded, "unbounded")):
         for name, p, weight, t in group:
             s = resolve(f"zimmermann-{name}", "quick").setting
@@ -198,13 +198,22 @@ def test_quick_rule_for_box_latents_trains_align_and_uniform_terms():
     assert resolve("zimmermann-table1-row5", "quick", column="supervised").setting.model.space == (
         "unbounded"
     )
-    # Fig. 2's box points are Table 1 row 5 with the marginal swept: row 5's rule, whatever the
-    # marginal (the rule reads the conditional, not the marginal)
+    # Fig. 2's box points are Table 1 row 5 with a normal marginal swept: box_align_uniform's
+    # potential is set for uniform latents (it collapses them at 1/σ² ≥ 100), so they keep the
+    # Lp-InfoNCE at the moment-matched τ, warmed up from 1, 16,000 steps for normal noise
     row5 = resolve("zimmermann-table1-row5", "quick").setting
     for name in ("zimmermann-fig2-box-invvar1", "zimmermann-fig2-box-invvar400"):
         s = resolve(name, "quick").setting
-        assert s.latent.marginal.kind == "normal"
-        assert (s.model, s.objective, s.train) == (row5.model, row5.objective, row5.train)
+        assert s.latent.marginal.kind == "normal" and s.model == row5.model
+        o = s.objective
+        assert (o.kind, o.p, o.tau, o.tau_start, o.tau_warmup) == (
+            "lp_infonce",
+            2.0,
+            0.005,
+            1.0,
+            0.5,
+        )
+        assert (s.model.space, s.train.steps, s.train.batch_size) == ("unbounded", 16_000, 1024)
 
 
 def test_quick_rule_for_weak_vmf_rows_warms_infonce_up():

@@ -46,12 +46,21 @@ def matched_lp_tau(dist: Any, p: float) -> float:
 ALIGN_WARMUP: dict[str, Any] = {"objective.align_start": 0.5, "objective.align_warmup": 0.5}
 
 
+#: The quick budget's temperature warm-up for box latents of a non-uniform marginal with an
+#: unbounded encoder (Fig. 2's box points): τ from the paper's 1 to the moment-matched τ
+#: (geometrically) over the first half of the run (docs/quick_budget_search.md, sixth search).
+TAU_WARMUP: dict[str, Any] = {"objective.tau_start": 1.0, "objective.tau_warmup": 0.5}
+
+#: The quick budget's length for those points with normal noise (eleventh search: the in-batch
+#: task saturates most under normal noise, and R² gains +1.0–1.5 points per doubling of the steps).
+NORMAL_BOX_STEPS = 16_000
+
 #: The quick budget's length for the sphere rows with a vMF conditional of κ ≤ 1 (fifth search:
 #: with the warm-up, R² 97.4 at 15,000 steps, 98.7 at 30,000, still rising).
 KAPPA_LE_1_STEPS = 30_000
 
 #: The quick budget's length for box latents under :func:`box_align_uniform` (Tables 1–2 rows with
-#: box latents, Fig. 2's box points): most rows are within a point of the paper by 3,000–4,000
+#: box latents): most rows are within a point of the paper by 3,000–4,000
 #: steps, Table 2 row 5 (generalised-normal noise, a Laplace loss) needs ≈ 6,000 (thirteenth
 #: search).
 BOX_STEPS = 8000
@@ -93,14 +102,19 @@ def quick_overrides(setting: Setting) -> dict[str, Any]:
       weight from 1/2 to 1 over the first half of the run, :data:`ALIGN_WARMUP`; other
       objectives lr 1e-3 instead), otherwise 3,000 steps;
     * sphere, projected noise (scale 0.05): τ = 0.05, 8,000 steps;
-    * box latents, an Lp objective (``q = p``) and a normal, Laplace or generalised-normal
-      conditional, a box or an unbounded model (Table 1 rows 5–8, Table 2, Fig. 2's box points):
+    * box latents of a uniform marginal, an Lp objective (``q = p``) and a normal, Laplace or
+      generalised-normal conditional, a box or an unbounded model (Table 1 rows 5–8, Table 2):
       :func:`box_align_uniform` — the alignment term at the conditional's matched weight and the
       uniformity term under a broad potential in place of the Lp-InfoNCE, a box model on the unit
       box (sigmoid head of fixed magnitude 1), :data:`BOX_STEPS` steps (docs/quick_budget_search.md,
       thirteenth search; until then the unbounded rows trained the Lp-InfoNCE with τ warmed up to
       the moment-matched one, 8,000 or 16,000 steps, the matched box rows the sigmoid·b head with
       the matched τ, the other box rows the paper's L∞ head at τ = 1);
+    * the same with a non-uniform marginal and an unbounded model (Fig. 2's box points, where
+      :func:`box_align_uniform`'s potential, set for uniform latents, collapses the encoder at
+      1/σ² ≥ 100): the Lp-InfoNCE at the moment-matched τ = :func:`matched_lp_tau`, reached by the
+      temperature warm-up :data:`TAU_WARMUP` from the paper's τ = 1, 8,000 steps
+      (:data:`NORMAL_BOX_STEPS` for normal noise);
     * other box settings (a bounded encoder) keep the paper's L∞ head, τ and 4,000 steps —
       except a supervised regression (the Supervised column), which takes the sigmoid·b head:
       the L∞ head's outputs lie on the cube's surface and cannot fit latents inside it;
@@ -133,16 +147,28 @@ def quick_overrides(setting: Setting) -> dict[str, Any]:
         out["model.space"] = "box_sigmoid"
     cond, p = lat.conditional, getattr(obj, "p", None)
     space = getattr(setting.model, "space", None)
-    if (
+    lp_family = (
         obj.kind == "lp_infonce"
-        and space in ("box", "box_sigmoid", "unbounded")
         and getattr(obj, "q", None) in (None, p)
         and cond is not None
         and cond.kind in ("normal", "laplace", "gennorm")
+    )
+    if (
+        lp_family
+        and space in ("box", "box_sigmoid", "unbounded")
+        and lat.marginal.kind == "uniform"
     ):
         # the in-batch task at the paper's τ = 1 is too broad for the quick budget, at the matched
         # τ it saturates (seventh, ninth, twelfth searches): the two terms at separate scales
         out = {**box_align_uniform(cond, p, bounded=space != "unbounded"), "train.steps": BOX_STEPS}
+    elif lp_family and space == "unbounded":
+        # a non-uniform marginal (Fig. 2's box points): box_align_uniform's potential is set for
+        # uniform latents and collapses the encoder here (thirteenth search); the Lp-InfoNCE with τ
+        # warmed up to the moment-matched one
+        out = {"objective.tau": float(f"{matched_lp_tau(cond, p):.3g}"), "train.steps": 8000}
+        if cond.kind == "normal":
+            out["train.steps"] = NORMAL_BOX_STEPS
+        out.update(TAU_WARMUP)
     return out
 
 
