@@ -165,10 +165,11 @@ def quick_overrides(setting: Setting) -> dict[str, Any]:
         # a non-uniform marginal (Fig. 2's box points): box_align_uniform's potential is set for
         # uniform latents and collapses the encoder here (thirteenth search); the Lp-InfoNCE with τ
         # warmed up to the moment-matched one
-        out = {"objective.tau": float(f"{matched_lp_tau(cond, p):.3g}"), "train.steps": 8000}
-        if cond.kind == "normal":
-            out["train.steps"] = NORMAL_BOX_STEPS
-        out.update(TAU_WARMUP)
+        out = {
+            "objective.tau": float(f"{matched_lp_tau(cond, p):.3g}"),
+            "train.steps": NORMAL_BOX_STEPS if cond.kind == "normal" else 8000,
+            **TAU_WARMUP,
+        }
     return out
 
 
