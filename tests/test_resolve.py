@@ -216,6 +216,28 @@ def test_quick_rule_for_box_latents_trains_align_and_uniform_terms():
         assert (s.model.space, s.train.steps, s.train.batch_size) == ("unbounded", 16_000, 1024)
 
 
+def test_fig2_negatives_are_the_other_anchors_at_every_budget():
+    """Eq. 1 draws negatives from the marginal p(x): in Fig. 2, whose conditional widens the
+    marginal, those are the batch's other anchors, not its other positives. Tables 1–2 (uniform
+    marginals, where the two coincide in distribution) keep the default candidates."""
+    from unmix.papers.zimmermann import presets as zp
+
+    names = [f"zimmermann-fig2-sphere-kappa{k:g}" for k in zp.FIG2_SPHERE_KAPPAS] + [
+        f"zimmermann-fig2-box-invvar{iv:g}" for iv in zp.FIG2_BOX_INVVARS
+    ]
+    for name in names:
+        for budget in ("paper", "quick", "smoke"):
+            o = resolve(name, budget).setting.objective
+            assert (o.cross_view_negatives, o.same_view_negatives, o.include_self) == (
+                False,
+                True,
+                False,
+            ), (name, budget)
+    for name in ("zimmermann-table1-row1", "zimmermann-table1-row5", "zimmermann-table2-row1"):
+        o = resolve(name, "paper").setting.objective
+        assert (o.cross_view_negatives, o.same_view_negatives) == (True, False), name
+
+
 def test_quick_rule_for_weak_vmf_rows_warms_infonce_up():
     # sphere, vMF κ ≤ 1, InfoNCE: the alignment warm-up, 30,000 steps, the common lr
     for name in ("zimmermann-table1-row1", "zimmermann-fig2-sphere-kappa0.01"):

@@ -512,3 +512,43 @@ def test_the_last_steps_run_in_float32_and_resume_exactly(tmp_path, monkeypatch)
     assert resumed.summary["resumed_from_step"] == 10
     for key in ("loss", "r2", "mcc"):
         assert resumed.summary[key] == full.summary[key]
+
+
+@pytest.mark.parametrize(
+    "objective, field",
+    [
+        ({"cross_view_negatives": False}, "cross_view_negatives"),
+        ({"include_self": True}, "include_self"),
+        ({"negatives": "external", "n_negatives": 4, "same_view_negatives": True}, "external"),
+    ],
+)
+def test_bad_candidate_sets_are_refused_naming_the_field(objective, field):
+    with pytest.raises(ConfigError, match=field):
+        _warm(**objective)
+
+
+def test_the_reference_candidate_set_reaches_the_loss():
+    """``cross_view_negatives: false, same_view_negatives: true, include_self: true`` is the
+    reference code's candidate set (positive + every anchor, self included): the built loss is
+    the class's with those flags, and it differs from the default's value on the same batch."""
+    from unmix.objectives.infonce import LpInfoNCE
+    from unmix.registry import OBJECTIVES
+
+    ref = {"cross_view_negatives": False, "same_view_negatives": True, "include_self": True}
+    built = OBJECTIVES.build(_warm(**ref).objective).loss
+    assert (built.cross_view_negatives, built.same_view_negatives, built.include_self) == (
+        False,
+        True,
+        True,
+    )
+    spec = {"kind": "lp_infonce", "p": 2.0, "tau": 0.5}
+    lp = OBJECTIVES.build(
+        Setting.from_dict({**tiny().to_dict(), "objective": {**spec, **ref}}).objective
+    ).loss
+    g = torch.Generator().manual_seed(0)
+    a, b = torch.randn(9, 3, generator=g), torch.randn(9, 3, generator=g)
+    want = LpInfoNCE(
+        p=2.0, tau=0.5, cross_view_negatives=False, same_view_negatives=True, include_self=True
+    )
+    assert lp(a, b) == pytest.approx(want(a, b).item(), abs=1e-6)
+    assert lp(a, b) != pytest.approx(LpInfoNCE(p=2.0, tau=0.5)(a, b).item(), abs=1e-4)

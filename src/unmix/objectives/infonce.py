@@ -649,6 +649,8 @@ class _ContrastiveSpec(SpecBase):
     n_negatives: Annotated[int, Field(ge=0, le=1_000_000)] = 0
     symmetric: bool = False
     same_view_negatives: bool = False
+    cross_view_negatives: bool = True
+    include_self: bool = False
     estimator: EstimatorMode = "infonce"
     align_start: Annotated[float, Field(gt=0, le=1, allow_inf_nan=False)] = 1.0
     align_warmup: Annotated[float, Field(ge=0, le=1, allow_inf_nan=False)] = 0.0
@@ -662,6 +664,23 @@ class _ContrastiveSpec(SpecBase):
         if self.negatives == "in_batch" and self.n_negatives:
             raise ValueError(
                 "n_negatives applies to negatives: external or shared; remove it (or set one)"
+            )
+        if self.negatives == "external" and (
+            self.same_view_negatives or self.include_self or not self.cross_view_negatives
+        ):
+            raise ValueError(
+                "same_view_negatives, cross_view_negatives and include_self choose in-batch "
+                "negatives: leave them at their defaults with negatives: external"
+            )
+        if not (self.cross_view_negatives or self.same_view_negatives):
+            raise ValueError(
+                "cross_view_negatives: false leaves no in-batch negatives; set "
+                "same_view_negatives: true (the other anchors) as well"
+            )
+        if self.include_self and not self.same_view_negatives:
+            raise ValueError(
+                "include_self adds the anchor's pair with itself to the same-view negatives; "
+                "set same_view_negatives: true as well (or remove include_self)"
             )
         if self.align_start != 1 and not self.align_warmup:
             raise ValueError(
@@ -737,6 +756,8 @@ def infonce(
     n_negatives: int = 0,
     symmetric: bool = False,
     same_view_negatives: bool = False,
+    cross_view_negatives: bool = True,
+    include_self: bool = False,
     estimator: EstimatorMode = "infonce",
     align_start: float = 1.0,
     align_warmup: float = 0.0,
@@ -751,6 +772,8 @@ def infonce(
         negatives=negatives,
         symmetric=symmetric,
         same_view_negatives=same_view_negatives,
+        cross_view_negatives=cross_view_negatives,
+        include_self=include_self,
         estimator=estimator,
         align_start=align_start,
         align_warmup=align_warmup,
@@ -769,6 +792,8 @@ def lp_infonce(
     n_negatives: int = 0,
     symmetric: bool = False,
     same_view_negatives: bool = False,
+    cross_view_negatives: bool = True,
+    include_self: bool = False,
     estimator: EstimatorMode = "infonce",
     align_start: float = 1.0,
     align_warmup: float = 0.0,
@@ -785,6 +810,8 @@ def lp_infonce(
         negatives=negatives,
         symmetric=symmetric,
         same_view_negatives=same_view_negatives,
+        cross_view_negatives=cross_view_negatives,
+        include_self=include_self,
         estimator=estimator,
         align_start=align_start,
         align_warmup=align_warmup,

@@ -154,6 +154,13 @@ FIG2_SPHERE_KAPPAS = (0.01, 0.1, 1.0, 10.0, 30.0, 100.0)
 FIG2_BOX_INVVARS = (1.0, 10.0, 100.0, 400.0, 1000.0, 10000.0)
 FIG2_BOX_CONDITIONAL_SCALE = 0.05
 FIG2_BOX_MODEL_SPACE = "unbounded"
+# Fig. 2's negatives are the batch's other *anchors*: Eq. 1 draws the negatives from the data
+# marginal p(x), and a batch's anchors are exactly such draws. The default candidates (the other
+# positives) are draws from p(x) only when the conditional leaves the marginal unchanged — true
+# for Tables 1–2's uniform marginals, false by design in Fig. 2, whose positives spread wider than
+# its concentrated marginal (docs/reproduce.md, Fig. 2; docs/quick_budget_search.md, fifteenth
+# search). The reference code's loss took the same candidates (plus the anchor's self-pair).
+FIG2_NEGATIVES = {"cross_view_negatives": False, "same_view_negatives": True}
 
 
 def build_presets() -> dict[str, Preset]:
@@ -183,7 +190,7 @@ def build_presets() -> dict[str, Preset]:
         name = f"zimmermann-fig2-sphere-kappa{kappa:g}"
         out[name] = Preset(
             name,
-            _setting(name, "sphere", _vmf(kappa), _vmf(1), "sphere", VMF1),
+            _setting(name, "sphere", _vmf(kappa), _vmf(1), "sphere", {**VMF1, **FIG2_NEGATIVES}),
             f"{PAPER_000}, Fig. 2 (left), marginal vMF κ={kappa:g}",
             "r2",
             {},
@@ -200,7 +207,7 @@ def build_presets() -> dict[str, Preset]:
                 _normal(sigma),
                 _normal(FIG2_BOX_CONDITIONAL_SCALE),
                 FIG2_BOX_MODEL_SPACE,
-                NORMAL,
+                {**NORMAL, **FIG2_NEGATIVES},
             ),
             f"{PAPER_000}, Fig. 2 (right), marginal Normal σ={sigma:.4g} at the centre",
             "r2",
