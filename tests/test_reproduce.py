@@ -98,6 +98,24 @@ def test_fig2_report_plots_r2_beside_the_mass_to_move(tmp_path):
     assert "| box | 1/σ² = 1 | 96.00 ± 2.83 | 2 |" in md
 
 
+def test_fig2_time_to_identifiability_draws_one_line_per_point(tmp_path):
+    from unmix.papers.zimmermann.reports import time_to_identifiability
+
+    rows = []
+    for p in presets.in_group("zimmermann-fig2"):
+        run = tmp_path / p.name
+        run.mkdir()
+        (run / "metrics.csv").write_text(
+            "step,r2,mcc,cpu_s\n1000,0.5,0.4,10.0\n2000,0.9,0.6,20.0\n"
+        )
+        rows.append({"preset": p.name, "column": "unsupervised", "seed": 0, "run_dir": str(run)})
+    md = time_to_identifiability("zimmermann-fig2", rows, tmp_path)
+    assert "zimmermann-fig2-time.png" in md
+    assert (tmp_path / "zimmermann-fig2-time.png").stat().st_size > 10_000
+    # no run directories: nothing to draw, no figure
+    assert time_to_identifiability("zimmermann-fig2", [], tmp_path / "none") == ""
+
+
 def test_identity_column_ignores_input_standardisation():
     from unmix.train import train
 

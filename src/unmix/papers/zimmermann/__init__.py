@@ -238,7 +238,9 @@ def _plan(group: str):
 def _table(group: str):
     def write(rows, folder, budget, seeds):
         if group == "zimmermann-fig2":
-            return reports.fig2_report(rows, folder)
+            return reports.fig2_report(rows, folder) + (
+                reports.time_to_identifiability(group, rows, folder)
+            )
         if group == "zimmermann-table4":
             return reports.table4_markdown(rows, budget, seeds)
         return reports.table_markdown(group, rows, budget, seeds) + (

@@ -10,7 +10,8 @@ where the paper reports them, the Identity and Supervised baselines) — see
 * for Tables 1 and 2, each row's CPU-minutes and the fields where the budget's recipe departs from
   the paper's setting, the total CPU-minutes of the unsupervised runs, and
   ``<target>-time.png`` — *time to identifiability*: the held-out score of every row's
-  unsupervised run against the CPU-seconds it had used, the paper's value as a mark.
+  unsupervised run against the CPU-seconds it had used, the paper's value as a mark (Fig. 2's
+  report draws the same figure, one line per point of the sweep, without marks).
 """
 
 from __future__ import annotations
@@ -185,7 +186,7 @@ def departures(preset: Preset, rows: list[dict]) -> str:
 
 
 def table_markdown(target: str, rows: list[dict], budget: str, seeds: int) -> str:
-    metric = "r2" if target.endswith("table1") else "mcc"
+    metric = "mcc" if target.endswith("table2") else "r2"
     head = (
         "| row | space | p(z) | p(z̃\\|z) | model | q_h | M. | Identity | Supervised "
         "| Unsupervised | paper: Identity | paper: Supervised | paper: Unsupervised "
@@ -239,16 +240,24 @@ def table_markdown(target: str, rows: list[dict], budget: str, seeds: int) -> st
     return "\n".join(lines) + "\n"
 
 
+def _line_label(name: str) -> str:
+    """A row's legend label: ``row 5`` for a table's preset, ``box-invvar400`` for Fig. 2's."""
+    if "-row" in name:
+        return f"row {name.rsplit('row', 1)[-1]}"
+    return name.removeprefix("zimmermann-fig2-")
+
+
 def time_to_identifiability(target: str, rows: list[dict], out: Path) -> str:
-    """Plot every row's held-out score (R² for Table 1, MCC for Table 2) against the CPU-seconds
-    its unsupervised run had used (``metrics.csv``; one line per row, the lowest seed), with the
-    paper's value as a mark at the right; save ``<target>-time.png`` and return its Markdown."""
+    """Plot every row's held-out score (MCC for Table 2, R² otherwise: Table 1, Fig. 2) against
+    the CPU-seconds its unsupervised run had used (``metrics.csv``; one line per row or point,
+    the lowest seed), with the paper's value as a mark at the right where the paper gives one;
+    save ``<target>-time.png`` and return its Markdown."""
     import pandas as pd
 
     from unmix import runs
     from unmix.papers.figures import pyplot
 
-    metric = "r2" if target.endswith("table1") else "mcc"
+    metric = "mcc" if target.endswith("table2") else "r2"
     plt = pyplot()
     fig, ax = plt.subplots(figsize=(7.5, 4.2))
     colours = plt.get_cmap("tab20")
@@ -270,11 +279,11 @@ def time_to_identifiability(target: str, rows: list[dict], out: Path) -> str:
         else:  # runs written before unmix recorded CPU time
             x = hist["elapsed_s"] * float(mine[0].get("threads") or 1)
         x = x.clip(lower=1e-1)
-        row = preset.name.rsplit("row", 1)[-1]
         colour = colours(i % 20)
-        ax.plot(x, 100 * hist[metric], "-o", color=colour, lw=1.4, ms=2.5, label=f"row {row}")
+        label = _line_label(preset.name)
+        ax.plot(x, 100 * hist[metric], "-o", color=colour, lw=1.4, ms=2.5, label=label)
         x_max = max(x_max, float(x.max()))
-        if "unsupervised" in preset.paper:
+        if "unsupervised" in (preset.paper or {}):
             marks.append((preset.paper["unsupervised"][0], colour))
     if not marks and not ax.lines:
         plt.close(fig)
@@ -289,7 +298,7 @@ def time_to_identifiability(target: str, rows: list[dict], out: Path) -> str:
     ax.xaxis.set_minor_formatter(plt.NullFormatter())
     ax.set_xlabel("CPU-seconds used by the run")
     ax.set_ylabel(f"{'R²' if metric == 'r2' else 'MCC'} (held out) [%]")
-    ax.set_title(f"{target}: time to identifiability (◀ = paper)")
+    ax.set_title(f"{target}: time to identifiability" + (" (◀ = paper)" if marks else ""))
     ax.legend(fontsize=7, ncol=2, loc="lower right")
     fig.tight_layout()
     name = f"{target}-time.png"
