@@ -186,7 +186,7 @@ def departures(preset: Preset, rows: list[dict]) -> str:
 
 
 def table_markdown(target: str, rows: list[dict], budget: str, seeds: int) -> str:
-    metric = "mcc" if target.endswith("table2") else "r2"
+    metric = "r2" if target.endswith("table1") else "mcc"
     head = (
         "| row | space | p(z) | p(z̃\\|z) | model | q_h | M. | Identity | Supervised "
         "| Unsupervised | paper: Identity | paper: Supervised | paper: Unsupervised "
