@@ -160,6 +160,33 @@ def _check_tau(tau: float) -> float:
     return _check_positive_real("'tau'", tau, "the paper uses 1.0.")
 
 
+def candidate_set_problem(
+    negatives: str, cross_view_negatives: bool, same_view_negatives: bool, include_self: bool
+) -> str | None:
+    """Why the in-batch candidate flags cannot go together (module docstring), or ``None``: the
+    one rule that both the loss classes and the registered kinds' specs apply."""
+    if negatives == "external" and (
+        same_view_negatives or include_self or not cross_view_negatives
+    ):
+        return (
+            "'cross_view_negatives', 'same_view_negatives' and 'include_self' choose in-batch "
+            "negatives and cannot be changed with negatives='external' (the candidates are then "
+            "the positive and the given h_neg); leave them at their defaults or use "
+            "negatives='in_batch'."
+        )
+    if negatives != "external" and not (cross_view_negatives or same_view_negatives):
+        return (
+            f"with negatives='{negatives}' at least one of 'cross_view_negatives' or "
+            "'same_view_negatives' must be True, otherwise there are no negatives."
+        )
+    if include_self and not same_view_negatives:
+        return (
+            "'include_self' adds the anchor's pair with itself to the same-view negatives; set "
+            "same_view_negatives=True as well (or include_self=False)."
+        )
+    return None
+
+
 class _ContrastiveLoss(nn.Module):
     """Shared candidate bookkeeping; subclasses define the similarity ``s(a, b)`` (already / τ)."""
 
@@ -192,25 +219,11 @@ class _ContrastiveLoss(nn.Module):
                 f"'negatives' of {owner} must be 'in_batch', 'external' or 'shared', got "
                 f"{negatives!r}."
             )
-        if negatives == "external" and (
-            same_view_negatives or include_self or not cross_view_negatives
-        ):
-            raise ConfigError(
-                f"{owner}: 'cross_view_negatives', 'same_view_negatives' and 'include_self' choose "
-                f"in-batch negatives and cannot be changed with negatives='external' (the "
-                f"candidates are then the positive and the given h_neg); leave them at their "
-                f"defaults or use negatives='in_batch'."
-            )
-        if negatives != "external" and not (cross_view_negatives or same_view_negatives):
-            raise ConfigError(
-                f"{owner}: with negatives='{negatives}' at least one of 'cross_view_negatives' or "
-                f"'same_view_negatives' must be True, otherwise there are no negatives."
-            )
-        if include_self and not same_view_negatives:
-            raise ConfigError(
-                f"{owner}: 'include_self' adds the anchor's pair with itself to the same-view "
-                f"negatives; set same_view_negatives=True as well (or include_self=False)."
-            )
+        problem = candidate_set_problem(
+            negatives, cross_view_negatives, same_view_negatives, include_self
+        )
+        if problem:
+            raise ConfigError(f"{owner}: {problem}")
         self.negatives = negatives
         self.cross_view_negatives = bool(cross_view_negatives)
         self.same_view_negatives = bool(same_view_negatives)
@@ -665,23 +678,11 @@ class _ContrastiveSpec(SpecBase):
             raise ValueError(
                 "n_negatives applies to negatives: external or shared; remove it (or set one)"
             )
-        if self.negatives == "external" and (
-            self.same_view_negatives or self.include_self or not self.cross_view_negatives
-        ):
-            raise ValueError(
-                "same_view_negatives, cross_view_negatives and include_self choose in-batch "
-                "negatives: leave them at their defaults with negatives: external"
-            )
-        if not (self.cross_view_negatives or self.same_view_negatives):
-            raise ValueError(
-                "cross_view_negatives: false leaves no in-batch negatives; set "
-                "same_view_negatives: true (the other anchors) as well"
-            )
-        if self.include_self and not self.same_view_negatives:
-            raise ValueError(
-                "include_self adds the anchor's pair with itself to the same-view negatives; "
-                "set same_view_negatives: true as well (or remove include_self)"
-            )
+        problem = candidate_set_problem(
+            self.negatives, self.cross_view_negatives, self.same_view_negatives, self.include_self
+        )
+        if problem:
+            raise ValueError(problem)
         if self.align_start != 1 and not self.align_warmup:
             raise ValueError(
                 "align_start is the positive term's weight at the start of the alignment "

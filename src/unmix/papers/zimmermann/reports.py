@@ -283,7 +283,7 @@ def time_to_identifiability(target: str, rows: list[dict], out: Path) -> str:
         label = _line_label(preset.name)
         ax.plot(x, 100 * hist[metric], "-o", color=colour, lw=1.4, ms=2.5, label=label)
         x_max = max(x_max, float(x.max()))
-        if "unsupervised" in (preset.paper or {}):
+        if "unsupervised" in preset.paper:
             marks.append((preset.paper["unsupervised"][0], colour))
     if not marks and not ax.lines:
         plt.close(fig)
