@@ -55,7 +55,7 @@ from torch import nn
 
 from unmix.errors import ConfigError
 from unmix.metrics.align_uniform import align_loss, require_normalized, uniform_loss
-from unmix.objectives._chunked import PowerKernel, SqL2Kernel, chunked_lse
+from unmix.objectives._chunked import PowerKernel, SqL2Kernel, chunked_pair_lse
 from unmix.registry import register_objective
 
 __all__ = ["AlignUniform"]
@@ -130,18 +130,16 @@ class AlignUniform(nn.Module):
 
     def _uniform(self, x: torch.Tensor) -> torch.Tensor:
         """:func:`unmix.metrics.uniform_loss` of ``x`` as a chunked logsumexp over the pairs
-        ``i ≠ j`` (:func:`unmix.objectives._chunked.chunked_lse`, same-view candidates, the
-        diagonal masked): no ``N × N`` tensor in forward or backward, the ‖·‖₂² potential as a
-        matmul and the other norms on the Lp losses' kernels. The mean over ordered pairs equals
-        the mean over distinct pairs (the potential is symmetric)."""
+        ``i ≠ j`` (:func:`unmix.objectives._chunked.chunked_pair_lse`): no ``N × N`` tensor in
+        forward or backward, one pass over the blocks (the potential is symmetric, so the
+        gradient's two sides are one), the ‖·‖₂² potential as a matmul and the other norms on
+        the Lp losses' kernels. The mean over ordered pairs equals the mean over distinct pairs."""
         n = x.shape[0]
         if n < 2:
             return uniform_loss(x, self.t, check_normalized=False, p=self.p)  # its one-line error
         tau = 1.0 / self.t
         kernel = SqL2Kernel(tau) if self.p == 2 else PowerKernel(self.p, self.p, tau)
-        none = x.new_full((n, 1), float("-inf"))  # no extra candidate per anchor
-        lse = chunked_lse(kernel, x, x, None, none, cross=False, same=True)
-        return torch.logsumexp(lse, dim=0) - math.log(n * (n - 1))
+        return chunked_pair_lse(kernel, x) - math.log(n * (n - 1))
 
     def extra_repr(self) -> str:
         return (
