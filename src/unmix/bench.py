@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import torch
 
-from unmix.devices import bf16_warning, native_bf16, resolve_device
+from unmix.devices import bf16_warning, native_bf16, resolve_device, set_heap_pad
 from unmix.errors import ConfigError
 from unmix.experiment import Experiment
 from unmix.models.linear import cpu_gemm, onednn_available
@@ -157,6 +157,7 @@ def bench_steps(
         raise ConfigError(f"--precision must be fp32 or bf16, got {precision!r}.")
     if message := bf16_warning(precision, device):
         warnings.warn(message, stacklevel=2)
+    set_heap_pad(setting.train.heap_pad_mb)  # as a training run does
     with (
         cpu_gemm(setting.train.cpu_gemm) as lib,
         loss_kernels(setting.train.loss_kernels, device.split(":")[0]) as kernels,

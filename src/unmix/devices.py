@@ -1,8 +1,10 @@
 """``--device``: ``cpu``, ``cuda``, ``cuda:N`` or ``auto``, checked before anything runs; what the
-machine's processor can do (:func:`cpu_flags`, :func:`native_bf16`)."""
+machine's processor can do (:func:`cpu_flags`, :func:`native_bf16`); the C heap's top pad
+(:func:`set_heap_pad`)."""
 
 from __future__ import annotations
 
+import ctypes
 import functools
 import platform
 import re
@@ -95,3 +97,41 @@ def bf16_warning(precision: str, device: str | torch.device) -> str | None:
         "arithmetic (none of avx512_bf16, amx_bf16, bf16), so bf16 matrix products run far slower "
         "than float32 here (16x on an AVX2-only AMD EPYC); use precision fp32 on this machine"
     )
+
+
+#: glibc's ``mallopt`` parameter number of ``M_TOP_PAD`` (``<malloc.h>``).
+_M_TOP_PAD = -2
+
+
+@functools.cache
+def _glibc() -> ctypes.CDLL | None:
+    """The process's C library when it is glibc (``gnu_get_libc_version`` exists), else None."""
+    if platform.system() != "Linux":
+        return None
+    try:
+        libc = ctypes.CDLL(None)
+        libc.gnu_get_libc_version  # noqa: B018 — only glibc has it (and mallopt's M_TOP_PAD)
+        return libc
+    except (OSError, AttributeError):
+        return None
+
+
+def set_heap_pad(megabytes: int) -> bool:
+    """glibc only: ``mallopt(M_TOP_PAD, megabytes MiB)`` — the heap keeps that much freed memory
+    at its top instead of returning it to the kernel, and grows by at least that much.
+
+    A training step frees and reallocates the same few-MB activations every step; with glibc's
+    default pad each step hands the top of the heap back and then faults its pages in again (on
+    a 2-core VM ≈ 10 % of a quick-budget step, docs/performance.md). The setting is
+    process-wide and stays after the call; it changes no result (PyTorch aligns its own blocks).
+    Returns whether it was applied (``megabytes`` 0, not glibc: nothing done).
+
+    >>> set_heap_pad(0)
+    False
+    """
+    if isinstance(megabytes, bool) or not isinstance(megabytes, int) or not 0 <= megabytes <= 1024:
+        raise ConfigError(f"train.heap_pad_mb must be a whole number 0–1024, got {megabytes!r}.")
+    libc = _glibc()
+    if megabytes == 0 or libc is None:
+        return False
+    return bool(libc.mallopt(ctypes.c_int(_M_TOP_PAD), ctypes.c_int(megabytes << 20)))

@@ -365,6 +365,16 @@ class TrainSpec(_Strict):
         "PyTorch's BLAS; auto keeps the BLAS where it is MKL on an Intel CPU and takes oneDNN "
         "elsewhere; same results to float32 rounding (unmix.models.linear)",
     )
+    heap_pad_mb: int = Field(
+        default=64,
+        ge=0,
+        le=1024,
+        strict=True,
+        description="glibc only: MiB of freed memory the C heap keeps for the next step instead "
+        "of returning it to the kernel (mallopt M_TOP_PAD; process-wide, stays set); avoids "
+        "faulting the same pages in again every step; no effect on results; 0 leaves the C "
+        "library's default (unmix.devices.set_heap_pad)",
+    )
     loss_kernels: Literal["auto", "compiled", "eager"] = Field(
         default="auto",
         description="the general-p contrastive losses' block kernels: compiled by torch.compile "

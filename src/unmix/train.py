@@ -20,7 +20,7 @@ from typing import Any
 import torch
 
 from unmix import plugins, runs, seeds
-from unmix.devices import bf16_warning, resolve_device
+from unmix.devices import bf16_warning, resolve_device, set_heap_pad
 from unmix.errors import CheckpointError, ConfigError, TrainingError
 from unmix.experiment import Experiment
 from unmix.models.linear import cpu_gemm, current_cpu_gemm
@@ -87,6 +87,7 @@ def train(
         hooks.append(_EvalHook(on_eval))
     threads_before = torch.get_num_threads()
     torch.set_num_threads(setting.train.threads)
+    set_heap_pad(setting.train.heap_pad_mb)  # process-wide; unlike the threads, not restored
     try:
         with (
             cpu_gemm(setting.train.cpu_gemm),  # the encoder's CPU products (oneDNN / BLAS)

@@ -9,6 +9,7 @@ import torch
 
 from unmix import devices
 from unmix.devices import BF16_FLAGS, bf16_warning, cpu_flags, native_bf16
+from unmix.errors import ConfigError
 
 
 def test_cpu_flags_are_read_once_from_the_machine():
@@ -50,3 +51,23 @@ def test_training_in_bf16_warns_only_without_native_bf16(monkeypatch, native):
     ours = [w for w in caught if "native bfloat16" in str(w.message)]
     assert len(ours) == (0 if native else 1)
     assert result.summary["r2"] == result.summary["r2"]  # it still trains (not NaN)
+
+
+def test_heap_pad_is_applied_on_glibc_and_refuses_bad_values():
+    from unmix.devices import _glibc, set_heap_pad
+
+    assert set_heap_pad(0) is False  # 0: the C library's default is left alone
+    assert set_heap_pad(64) is (_glibc() is not None)
+    for bad in (-1, 1025, 1.5, True, "64"):
+        with pytest.raises(ConfigError, match="heap_pad_mb"):
+            set_heap_pad(bad)
+
+
+def test_heap_pad_is_a_train_field_refused_in_one_line():
+    from unmix.resolve import load_setting
+
+    s = load_setting("zimmermann-table1-row1")
+    assert s.train.heap_pad_mb == 64
+    assert s.replace(**{"train.heap_pad_mb": 0}).train.heap_pad_mb == 0
+    with pytest.raises(ConfigError, match="heap_pad_mb"):
+        s.replace(**{"train.heap_pad_mb": 4096})
