@@ -184,6 +184,7 @@ def test_fig5_smoke_reproduction(tmp_path):
     assert result.exit_code == 0, result.output
     md = (out / "smoke" / "reizinger-fig5.md").read_text()
     assert "| scale |" in md and "0.933" in md
+    assert "Spearman correlation with MCC over training" in md
     assert (out / "smoke" / "reizinger-fig5.png").exists()
     assert (out / "smoke" / "reizinger-fig5-traversal.png").exists()
 
@@ -249,3 +250,32 @@ def test_per_factor_scores_of_a_permuted_sign_flipped_copy_are_one():
     scores = per_factor_scores(r2_affine(z, partial), mcc(z, partial))
     assert scores["r2_factor0"] > 0.999 and scores["mcc_factor0"] > 0.999
     assert all(scores[f"r2_factor{i}"] < 0.01 for i in (1, 2, 3))
+
+
+def test_fig5_cima_trend_is_spearmans_rho_over_every_evaluation(tmp_path):
+    """The report's C_IMA sentence: Spearman's ρ of MCC with each statistic, pooled over the
+    runs' metrics.csv rows, as scipy computes it; a sign says which way the statistic moves."""
+    from scipy.stats import spearmanr
+
+    from unmix.papers.reizinger.images import cima_trend
+
+    mcc = [0.2, 0.5, 0.6, 0.8, 0.3, 0.7]
+    glob = [0.1, 0.4, 0.3, 0.9, 0.2, 0.5]  # rises with MCC
+    mean_jac = [0.9, 0.5, 0.6, 0.1, 0.8, 0.4]  # falls
+    rows = []
+    for k in range(2):
+        d = tmp_path / f"run{k}"
+        d.mkdir()
+        lines = ["step,mcc,c_ima,c_ima_mean_jacobian"]
+        for i in range(3):
+            j = 3 * k + i
+            lines.append(f"{i},{mcc[j]},{glob[j]},{mean_jac[j]}")
+        (d / "metrics.csv").write_text("\n".join(lines) + "\n")
+        rows.append({"run_dir": str(d)})
+    text = cima_trend(rows)
+    rho_g = spearmanr(mcc, glob).statistic
+    rho_m = spearmanr(mcc, mean_jac).statistic
+    assert f"(`c_ima`) rises as MCC rises (ρ = {rho_g:+.2f}, 6 evaluations)" in text
+    assert f"(`c_ima_mean_jacobian`) falls as MCC rises (ρ = {rho_m:+.2f}, 6 evaluations)" in text
+    (tmp_path / "run1" / "metrics.csv").write_text("step,mcc,c_ima\n0,0.5,0.1\n")
+    assert "fewer than 3 evaluations" in cima_trend([rows[1]])
