@@ -11,10 +11,12 @@ the preset with the quick budget of its own tree and runs that tree's ``unmix.be
 Three arms per preset, alternated ``--rounds`` times (the median of the rounds is printed):
 
 * ``issue`` — the baseline tree, its quick setting;
-* ``now`` — this tree, its quick setting (what ``--budget quick`` trains today; some rows now
-  use other widths or batch sizes than at the issue);
-* ``now, issue's net`` — this tree's quick setting with the baseline's batch size, hidden widths
-  and input standardisation, i.e. the same step as ``issue`` on today's code.
+* ``now, issue's setting`` — this tree with the baseline's quick setting where it costs time:
+  batch size, hidden widths, input standardisation, model space and the objective (kind, τ, p),
+  i.e. the same step as ``issue`` on today's code;
+* ``now`` — this tree, its own quick setting (what ``--budget quick`` trains today: Table 1
+  rows 5–8 and Table 2 now train the alignment + uniformity objective, whose uniformity term
+  scores each view's pairs, where the issue's code trained Lp-InfoNCE).
 
 The target of the issue is ``issue / now ≥ 2`` for every Table 1 and 2 row.
 
@@ -51,6 +53,11 @@ s = load_with_budget(name, "quick")
 if overrides:
     s = s.replace(**overrides)
 r = bench_steps(s, s.train.batch_size, steps)
+o = s.objective
+objective = {"kind": o.kind}
+for key in ("tau", "p"):  # where the objective has them
+    if hasattr(o, key) and not (key == "p" and o.kind != "lp_infonce"):
+        objective[key] = getattr(o, key)
 print(json.dumps({
     "seconds_per_step": r.seconds_per_step,
     "stages": r.stages,
@@ -58,6 +65,8 @@ print(json.dumps({
         "train.batch_size": s.train.batch_size,
         "model.hidden": list(s.model.hidden),
         "model.standardize_input": bool(s.model.standardize_input),
+        "model.space": s.model.space,
+        "objective": objective,
     },
 }))
 """
@@ -93,8 +102,8 @@ def main() -> None:
             "`git worktree add /tmp/unmix-issue 83fe6b8`."
         )
     print(
-        "| preset | issue's net (batch, hidden) | issue [ms] | now, issue's net [ms] | ratio | "
-        "now, its quick setting [ms] (batch, hidden) | ratio |"
+        "| preset | issue's setting (objective; batch, hidden) | issue [ms] | "
+        "now, issue's setting [ms] | ratio | now, its quick setting [ms] (objective) | ratio |"
     )
     print("|---|---|---:|---:|---:|---:|---:|")
     for name in args.presets.split(","):
@@ -109,11 +118,16 @@ def main() -> None:
             now.append(n["seconds_per_step"])
         t_old, t_same, t_now = (1e3 * statistics.median(v) for v in (old, same, now))
         print(
-            f"| {name} | {net['train.batch_size']}, {net['model.hidden']} | {t_old:.1f} | "
-            f"{t_same:.1f} | {t_old / t_same:.2f}× | {t_now:.1f} ({n['net']['train.batch_size']}, "
-            f"{n['net']['model.hidden']}) | {t_old / t_now:.2f}× |",
+            f"| {name} | {_objective(net)}; {net['train.batch_size']}, {net['model.hidden']} | "
+            f"{t_old:.1f} | {t_same:.1f} | {t_old / t_same:.2f}× | {t_now:.1f} "
+            f"({_objective(n['net'])}) | {t_old / t_now:.2f}× |",
             flush=True,
         )
+
+
+def _objective(net: dict) -> str:
+    o = net["objective"]
+    return o["kind"] + (f" p = {o['p']:g}" if "p" in o else "")
 
 
 if __name__ == "__main__":
