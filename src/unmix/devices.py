@@ -120,9 +120,12 @@ def set_heap_pad(megabytes: int) -> bool:
     """glibc only: ``mallopt(M_TOP_PAD, megabytes MiB)`` — the heap keeps that much freed memory
     at its top instead of returning it to the kernel, and grows by at least that much.
 
-    A training step frees and reallocates the same few-MB activations every step; with glibc's
-    default pad each step hands the top of the heap back and then faults its pages in again (on
-    a 2-core VM ≈ 10 % of a quick-budget step, docs/performance.md). The setting is
+    A training step frees and reallocates the same activations every step; with glibc's default
+    a small-batch step hands the top of the heap back and faults its pages in again (64 MiB made
+    a quick-budget step ≈ 7 % faster on a 2-core VM). But setting it also stops glibc from
+    raising its mmap threshold to the sizes it sees freed, so activations above 128 KiB are
+    mapped afresh every step: at the paper's batch the step ran 25–35 % slower
+    (docs/performance.md). Hence opt-in (``train.heap_pad_mb``, default 0). The setting is
     process-wide and stays after the call; it changes no result (PyTorch aligns its own blocks).
     Returns whether it was applied (``megabytes`` 0, not glibc: nothing done).
 

@@ -366,14 +366,16 @@ class TrainSpec(_Strict):
         "elsewhere; same results to float32 rounding (unmix.models.linear)",
     )
     heap_pad_mb: int = Field(
-        default=64,
+        default=0,
         ge=0,
         le=1024,
         strict=True,
         description="glibc only: MiB of freed memory the C heap keeps for the next step instead "
-        "of returning it to the kernel (mallopt M_TOP_PAD; process-wide, stays set); avoids "
-        "faulting the same pages in again every step; no effect on results; 0 leaves the C "
-        "library's default (unmix.devices.set_heap_pad)",
+        "of returning it to the kernel (mallopt M_TOP_PAD; process-wide, stays set); no effect "
+        "on results. 64 made a small-batch step (quick budget, B = 1024) ≈ 7 % faster on a 2-core "
+        "VM but the paper's batch 25-35 % slower (glibc then stops raising its mmap threshold, "
+        "so large activations are mapped afresh every step): 0, the default, leaves the C "
+        "library's own behaviour (unmix.devices.set_heap_pad, docs/performance.md)",
     )
     loss_kernels: Literal["auto", "compiled", "eager"] = Field(
         default="auto",
