@@ -182,9 +182,12 @@ def test_a_late_nan_gradient_keeps_the_last_good_checkpoint_and_resume_continues
     monkeypatch.setattr(Experiment, "build", tracking_build)
     monkeypatch.setattr(torch.Tensor, "backward", backward)
     run = tmp_path / "run"
-    with pytest.raises(TrainingError, match="diverged at step 25: the gradient became nan"):
+    with pytest.raises(TrainingError, match="diverged at step 25: the gradient became nan") as err:
         train(tiny(steps=40), run)
     monkeypatch.setattr(torch.Tensor, "backward", real_backward)
+    # the message names the (first) parameter whose gradient is not finite
+    first = next(n for n, q in Experiment._last.encoder.named_parameters() if q.grad is not None)
+    assert f"nan (first in {first});" in str(err.value)
     state = runs.load_checkpoint(run / runs.CHECKPOINT)
     assert state["step"] == 20
     assert all(torch.isfinite(v).all() for v in state["encoder"].values())
@@ -552,3 +555,19 @@ def test_the_reference_candidate_set_reaches_the_loss():
     )
     assert lp(a, b) == pytest.approx(want(a, b).item(), abs=1e-6)
     assert lp(a, b) != pytest.approx(LpInfoNCE(p=2.0, tau=0.5)(a, b).item(), abs=1e-4)
+
+
+def test_the_divergence_message_says_where_the_gradient_is_not_finite():
+    """The message names the first parameter with a non-finite gradient entry, or, when every
+    entry is finite and only their squares overflow the norm, the largest entry and its place."""
+    from unmix.train import _where_non_finite
+
+    net = torch.nn.Sequential(torch.nn.Linear(2, 3), torch.nn.Linear(3, 1))
+    assert _where_non_finite(net) == ""  # no gradients yet
+    for p in net.parameters():
+        p.grad = torch.zeros_like(p)
+    net[1].weight.grad[0, 1] = 3e25  # finite, but its square overflows float32
+    assert _where_non_finite(net) == " (finite entries, the largest |g| = 3e+25 in 1.weight)"
+    net[0].bias.grad[2] = float("inf")
+    net[1].bias.grad[0] = float("nan")
+    assert _where_non_finite(net) == " (first in 0.bias, and 1 more)"

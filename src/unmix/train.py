@@ -275,7 +275,7 @@ def _train(setting, out_dir, device, resume, progress, hooks, provenance) -> Run
                 # the gradient's norm (clipped to grad_clip if set): non-finite = diverged
                 norm = _grad_norm(trainable, spec.grad_clip)
                 if not torch.isfinite(norm):
-                    bad = f"the gradient became {norm.item()}"
+                    bad = f"the gradient became {norm.item()}{_where_non_finite(exp.encoder)}"
             if bad is not None:  # stop before the step: weights and checkpoint stay finite
                 _diverged(run_dir, setting, history, step, bad, manifest)
             opt.step()
@@ -362,6 +362,22 @@ def _grad_norm(params: list[torch.nn.Parameter], clip: float | None) -> torch.Te
     if clip:
         return torch.nn.utils.clip_grad_norm_(params, clip)
     return torch.nn.utils.get_total_norm([p.grad for p in params if p.grad is not None])
+
+
+def _where_non_finite(model: torch.nn.Module) -> str:
+    """Where a non-finite gradient norm comes from, for the divergence message: `` (first in
+    NAME[, and k more])`` for the parameters whose gradient has a non-finite entry, in the model's
+    order; if every entry is finite (their squares overflowed the norm), `` (finite entries, the
+    largest |g| = V in NAME)``; empty for a model without gradients."""
+    grads = [(n, p.grad) for n, p in model.named_parameters() if p.grad is not None]
+    names = [n for n, g in grads if not bool(torch.isfinite(g).all())]
+    if names:
+        more = f", and {len(names) - 1} more" if len(names) > 1 else ""
+        return f" (first in {names[0]}{more})"
+    if not grads:
+        return ""
+    value, name = max((float(g.abs().max()), n) for n, g in grads if g.numel())
+    return f" (finite entries, the largest |g| = {value:.3g} in {name})"
 
 
 def _diverged(run_dir, setting, history, step, what, manifest) -> None:
