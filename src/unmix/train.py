@@ -374,9 +374,10 @@ def _where_non_finite(model: torch.nn.Module) -> str:
     if names:
         more = f", and {len(names) - 1} more" if len(names) > 1 else ""
         return f" (first in {names[0]}{more})"
-    if not grads:
+    sizes = [(float(g.abs().max()), n) for n, g in grads if g.numel()]
+    if not sizes:
         return ""
-    value, name = max((float(g.abs().max()), n) for n, g in grads if g.numel())
+    value, name = max(sizes)
     return f" (finite entries, the largest |g| = {value:.3g} in {name})"
 
 

@@ -6,11 +6,12 @@ From the runs of ``reizinger-fig5`` (one per seed), :func:`fig5_report` writes
   evaluation of every run; paper: they are anti-correlated), both statistics: the global
   :math:`C_{IMA}` (``c_ima``, the mean over samples of each Jacobian's :math:`c_{IMA}`) and the
   :math:`c_{IMA}` of the batch-mean Jacobian (``c_ima_mean_jacobian``, what the reference code
-  logs), with the Spearman correlation of each with MCC over all evaluations in the table; centre: true factor against its
-  matched, sign-corrected estimate (posterior mean, affinely rescaled) for the best run (highest
-  final MCC); right: ``reizinger-fig5-traversal.png`` — decoded traversals of each matched latent
-  of the best run, one row per true factor, from its 5 % to its 95 % quantile with the others
-  at the posterior mean of one evaluation image;
+  logs), each one's Spearman correlation with MCC over all evaluations stated below the table
+  (:func:`cima_trend`); centre: true factor against its matched, sign-corrected estimate
+  (posterior mean, affinely rescaled) for the best run (highest final MCC); right:
+  ``reizinger-fig5-traversal.png`` — decoded traversals of each matched latent of the best run,
+  one row per true factor, from its 5 % to its 95 % quantile with the others at the posterior
+  mean of one evaluation image;
 * a Markdown table of MCC per factor (ours: median over seeds and best run; paper: its best run).
 """
 
