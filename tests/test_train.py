@@ -571,3 +571,26 @@ def test_the_divergence_message_says_where_the_gradient_is_not_finite():
     net[0].bias.grad[2] = float("inf")
     net[1].bias.grad[0] = float("nan")
     assert _where_non_finite(net) == " (first in 0.bias, and 1 more)"
+
+
+def test_clipping_scales_huge_finite_gradients_instead_of_zeroing_them():
+    """Entries whose float32 squares overflow (here 1e25) have a finite norm in float64: with
+    train.grad_clip they are scaled to the clip norm (torch's float32 clip_grad_norm_ would return
+    inf and multiply them by 0); without a clip the float32 norm overflows and the step diverges;
+    an infinite entry diverges either way."""
+    from unmix.train import _grad_norm
+
+    w = torch.nn.Parameter(torch.zeros(3))
+    w.grad = torch.tensor([1e25, -2e25, 0.0])
+    norm = _grad_norm([w], 10.0)
+    assert norm.dtype == torch.float64 and float(norm) == pytest.approx(5**0.5 * 1e25, rel=1e-6)
+    assert float(torch.linalg.vector_norm(w.grad.double())) == pytest.approx(10.0, rel=1e-5)
+    torch.testing.assert_close(w.grad, torch.tensor([1.0, -2.0, 0.0]) * 10.0 / 5**0.5)
+    w.grad = torch.tensor([3.0, 4.0, 0.0])  # below the clip: unchanged
+    assert float(_grad_norm([w], 10.0)) == pytest.approx(5.0)
+    assert w.grad.tolist() == [3.0, 4.0, 0.0]
+    w.grad = torch.tensor([1e25, 0.0, 0.0])
+    assert not torch.isfinite(_grad_norm([w], None))  # no clip: the float32 norm overflows
+    w.grad = torch.tensor([float("inf"), 1.0, 0.0])
+    assert not torch.isfinite(_grad_norm([w], 10.0))
+    assert w.grad[1] == 1.0  # left as it was for the divergence message

@@ -358,10 +358,28 @@ def _copy_state(model: torch.nn.Module) -> dict[str, torch.Tensor]:
 
 
 def _grad_norm(params: list[torch.nn.Parameter], clip: float | None) -> torch.Tensor:
-    """The gradients' total 2-norm, after clipping them to ``clip`` when it is set."""
-    if clip:
-        return torch.nn.utils.clip_grad_norm_(params, clip)
-    return torch.nn.utils.get_total_norm([p.grad for p in params if p.grad is not None])
+    """The gradients' total 2-norm; with ``clip`` set, the gradients are then scaled down to a
+    norm of at most ``clip``.
+
+    Without ``clip`` the norm is summed in the gradients' dtype, so float32 entries above
+    ≈ 1.8e19 overflow it: the step is refused as diverged, since Adam's squared moments would
+    overflow the same way. With ``clip`` the norm is summed in float64, so huge but finite entries
+    are scaled down rather than zeroed (``torch.nn.utils.clip_grad_norm_`` in float32 returns an
+    infinite norm for them and multiplies every gradient by 0); only non-finite entries diverge.
+    """
+    grads = [p.grad for p in params if p.grad is not None]
+    if not clip:
+        return torch.nn.utils.get_total_norm(grads)
+    if not grads:
+        return torch.zeros((), dtype=torch.float64)
+    norm = torch.linalg.vector_norm(
+        torch.stack([torch.linalg.vector_norm(g, dtype=torch.float64) for g in grads])
+    )
+    if torch.isfinite(norm):
+        coef = clip / (float(norm) + 1e-6)
+        if coef < 1.0:
+            torch._foreach_mul_(grads, coef)
+    return norm
 
 
 def _where_non_finite(model: torch.nn.Module) -> str:
