@@ -324,7 +324,13 @@ class TrainSpec(_Strict):
     lr_schedule: Literal["constant", "cosine"] = "constant"
     warmup_steps: int = Field(default=0, ge=0, le=1_000_000_000)
     final_lr_factor: float = Field(default=0.01, ge=0, le=1)
-    grad_clip: float | None = Field(default=None, gt=0, allow_inf_nan=False)
+    grad_clip: float | None = Field(
+        default=None,
+        gt=0,
+        allow_inf_nan=False,
+        description="scale the gradients down to this total 2-norm before each step (the norm "
+        "summed in float64, so huge finite gradients are clipped, not zeroed); none: no clipping",
+    )
     weight_decay: float = Field(
         default=0.0,
         ge=0,
