@@ -378,7 +378,8 @@ def _grad_norm(params: list[torch.nn.Parameter], clip: float | None) -> torch.Te
     if torch.isfinite(norm):
         coef = clip / (float(norm) + 1e-6)
         if coef < 1.0:
-            torch._foreach_mul_(grads, coef)
+            for g in grads:
+                g.mul_(coef)
     return norm
 
 
