@@ -458,19 +458,24 @@ def _one_pass(kernel, a, b, neg, cross, same) -> bool:
     )
 
 
-def _forward_with_grads(kernel, a, b, neg, extras, cross, same, rows, floor, need):
+def _forward_with_grads(
+    kernel, a, b, neg, extras, cross, same, rows, floor, need, anchor_side_only=False
+):
     """:func:`_forward` for one candidate set, which also accumulates the gradients of
     ``Σ_i lse_i`` (every row's weight 1) from each block's softmax weights while the block is alive:
-    the backward pass then scales them instead of recomputing every block (:class:`_ChunkedLSE`)."""
+    the backward pass then scales them instead of recomputing every block (:class:`_ChunkedLSE`).
+    ``anchor_side_only``: only the anchors' own side of ``∂s(a_i, t_j)`` is accumulated, none for
+    the candidates (:func:`chunked_pair_lse`, whose candidates are the anchors themselves)."""
     ((name, t, diag),) = _blocks(a, b, neg, cross, same)
     aux, padded = kernel.prepare(t), kernel.backward_aux(t)
     rows = _rows(kernel, a, b, neg, cross, same, rows)
     ga = torch.zeros_like(a) if need[0] else None
     gt = None
-    if name == "a":
-        gt = ga
-    elif (name == "b" and need[1]) or (name == "neg" and need[2]):
-        gt = torch.zeros_like(t)
+    if not anchor_side_only:
+        if name == "a":
+            gt = ga
+        elif (name == "b" and need[1]) or (name == "neg" and need[2]):
+            gt = torch.zeros_like(t)
     lse = a.new_empty(a.shape[0])
     for r0 in range(0, a.shape[0], rows):
         x = a[r0 : r0 + rows]
@@ -536,23 +541,13 @@ class _PairLSE(torch.autograd.Function):
 
 def _pair_rows(kernel, x, rows, floor, grads):
     """Per row ``i``: ``lse_i = log Σ_{j≠i} e^{s(x_i, x_j)}`` and, if ``grads``, the first-argument
-    side of its gradient with the row's softmax weights, ``Σ_j e^{s_ij − lse_i} ∂₁s(x_i, x_j)``;
-    one pass of row blocks, each alive once."""
-    aux, padded = kernel.prepare(x), kernel.backward_aux(x)
-    rows = rows if rows is not None else kernel.max_rows(x.shape[0], x.shape[1], 0)
-    none = x.new_full((x.shape[0], 1), float("-inf"))
-    lse = x.new_empty(x.shape[0])
-    side = torch.zeros_like(x) if grads else None
-    for r0 in range(0, x.shape[0], rows):
-        xr, ex = x[r0 : r0 + rows], none[r0 : r0 + rows]
-        gx = side[r0 : r0 + rows] if side is not None else torch.zeros_like(xr)
-        if isinstance(kernel, PowerKernel) and not isinstance(kernel, SqL2Kernel):
-            lse[r0 : r0 + rows] = kernel.forward_grad_block(xr, x, aux, ex, floor, r0, gx, None)
-            continue
-        w = kernel.logits(xr, x, aux)
-        lse[r0 : r0 + rows] = _softmax_block_(w, ex, floor, r0)
-        if side is not None:
-            kernel.accumulate(xr, x, w, gx, None, padded)
+    side of its gradient with the row's softmax weights, ``Σ_j e^{s_ij − lse_i} ∂₁s(x_i, x_j)``:
+    the one-pass forward over the same view (:func:`_forward_with_grads`), anchors' side only."""
+    none = x.new_full((x.shape[0], 1), float("-inf"))  # no extra candidate per row
+    need = (grads, False, False, False)
+    lse, (side, _, _) = _forward_with_grads(
+        kernel, x, x, None, none, False, True, rows, floor, need, anchor_side_only=True
+    )
     return lse, (side if side is not None else x.new_zeros(0))
 
 
