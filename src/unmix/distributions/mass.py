@@ -70,11 +70,19 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import integrate
 from scipy import special as sp
 
 from unmix.errors import ConfigError
 from unmix.special import log_sphere_area
+
+
+def _quad(*args, **kwargs):
+    """``scipy.integrate.quad``, imported on first use (scipy.integrate adds ≈ 40 MB to a
+    process's resident memory; training never needs it)."""
+    from scipy import integrate
+
+    return integrate.quad(*args, **kwargs)
+
 
 __all__ = ["MassToMove", "mass_to_move_vmf", "mass_to_move_box_normal"]
 
@@ -126,7 +134,7 @@ def _log_mgf_uniform_sphere(dim: int, kappa: float) -> float:
     y_peak = min(max(a, 1e-300), kappa)
     peak = log_f(y_peak)
     upper = min(2.0 * kappa, y_peak + 60.0 + 20.0 * math.sqrt(max(a, 1.0)))
-    val, _ = integrate.quad(
+    val, _ = _quad(
         lambda y: math.exp(log_f(y) - peak) if y > 0 else 0.0,
         0.0,
         upper,
@@ -167,7 +175,7 @@ def mass_to_move_vmf(dim: int, kappa: float) -> MassToMove:
         def f2(y: float) -> float:
             return math.exp(scale - 0.5 * math.log(2.0 - y / kappa) + log_excess(y))
 
-        val, err = integrate.quad(
+        val, err = _quad(
             f2, 0.0, y0, weight="alg", wvar=(-0.5, 0.0), epsabs=1e-15, epsrel=1e-12, limit=200
         )
         return MassToMove(float(min(max(val, 0.0), 1.0)), float(err) + 1e-14, "quad")
@@ -185,7 +193,7 @@ def mass_to_move_vmf(dim: int, kappa: float) -> MassToMove:
     grid = np.linspace(0.0, y0, 65)[1:-1]
     peak = max(log_g(float(y)) for y in grid)
     y_peak = float(grid[int(np.argmax([log_g(float(y)) for y in grid]))])
-    val, err = integrate.quad(
+    val, err = _quad(
         lambda y: math.exp(log_g(y) - peak),
         0.0,
         y0,
@@ -260,7 +268,7 @@ def _cdf_quad(dim: int, b: float, s0: float, law: str) -> tuple[float, float]:
             return 1.0
         top = min(1.0, math.sqrt(s))
         pts = [math.sqrt(s - j) for j in range(1, k) if 0.0 < s - j < top * top]
-        val, err = integrate.quad(
+        val, err = _quad(
             lambda u: f(u) * fk(k - 1, s - u * u),
             0.0,
             top,
