@@ -168,6 +168,7 @@ def render_silhouettes(
     binary: bool = False,
     shape: np.ndarray | None = None,
     edge_noise: np.ndarray | None = None,
+    anchor: str = "centre",
 ) -> np.ndarray:
     """uint8 masks ``(B, S, S)`` (255 = figure) of latents ``(B, 3 or 4)`` in the unit box and a
     gait phase ``(B,)`` in radians (module docstring for the geometry).
@@ -175,7 +176,13 @@ def render_silhouettes(
     ``shape`` ``(B, 4)``: positive factors on the body's width and height, the head's radius and
     the legs' length and thickness (:data:`SHAPE_PARTS`; all ones = the template). ``edge_noise``
     ``(B, S, S)``: added to the signed distance in pixels before the coverage is taken, so it
-    frays the outline and leaves the inside and outside alone."""
+    frays the outline and leaves the inside and outside alone.
+
+    ``anchor``: where ``y`` places the figure. ``"centre"`` (default): the figure's centre, and
+    ``scale`` grows it about that centre. ``"feet"``: ``y`` places the foot line (where the figure
+    stands; at ``scale = 1/2`` the two agree), and ``scale`` grows the figure upwards from it, so a
+    change of ``scale`` also moves the figure's centre (a tall figure at ``y`` near 0 is cut off at
+    the top edge)."""
     lat = np.asarray(latents, dtype=np.float64)
     if lat.ndim != 2 or lat.shape[1] not in (3, 4):
         raise ConfigError(f"latents must be (B, 3) or (B, 4), got {lat.shape}")
@@ -189,8 +196,12 @@ def render_silhouettes(
     f_w, f_h, f_head, f_legs = (shape[:, i] for i in range(len(SHAPE_PARTS)))
     aspect = lat[:, 3] if lat.shape[1] == 4 else np.full(b, 0.5)
     cx = (0.15 + 0.7 * lat[:, 0]) * s
+    if anchor not in ("centre", "feet"):
+        raise ConfigError(f"anchor must be 'centre' or 'feet', got {anchor!r}")
     cy = (0.25 + 0.5 * lat[:, 1]) * s
     h = (0.25 + 0.45 * lat[:, 2]) * s
+    if anchor == "feet":  # the foot line cy + h/2 is that of the centre at scale 1/2 (h = 0.475 s)
+        cy = cy - 0.5 * (h - 0.475 * s)
     w = h * (0.3 + 0.15 * aspect)
     col = np.arange(image_size, dtype=np.float64) + 0.5
     px = col[None, None, :]
@@ -348,6 +359,7 @@ def mask_sequences(
     shape_jitter: float = 0.0,
     edge_noise: float = 0.0,
     latents: str = "generative",
+    anchor: str = "centre",
 ) -> FrameSequences:
     r"""``n_frames`` frames in sequences of ``frames_per_sequence`` (the last one shorter if need
     be): latents by :func:`random_walk`, masks by :func:`render_silhouettes`. The gait phase
@@ -363,7 +375,8 @@ def mask_sequences(
     ``latents``: ``"generative"`` (the walk's x, y, scale[, aspect]) or ``"measured"`` — what
     KITTI Masks records (Klindt et al.'s ``gen_kitti_masks.py``): each mask's centre of mass and
     area, here ``(com_x, com_y, area)`` in image-side units (coverage-weighted), ``dim=3`` only
-    (:func:`measure_masks`)."""
+    (:func:`measure_masks`). ``anchor`` (``"centre"`` or ``"feet"``): what ``y`` places, the
+    figure's centre or its foot line (:func:`render_silhouettes`)."""
     if dim not in (3, 4):
         raise ConfigError(f"dim must be 3 (x, y, scale) or 4 (+ aspect), got {dim}")
     if frames_per_sequence < 2:
@@ -401,7 +414,9 @@ def mask_sequences(
         noise = None
         if edge_noise > 0:
             noise = edge_noise * rng.standard_normal((sl.stop - sl.start, image_size, image_size))
-        masks[sl] = render_silhouettes(walk[sl], gait[sl], image_size, binary, shape[sl], noise)
+        masks[sl] = render_silhouettes(
+            walk[sl], gait[sl], image_size, binary, shape[sl], noise, anchor
+        )
     if latents == "measured":
         return FrameSequences(masks, measure_masks(masks), lengths, max_delta_t, MEASURED_NAMES)
     return FrameSequences(masks, walk, lengths, max_delta_t, MASK_FACTOR_NAMES[:dim])

@@ -38,7 +38,8 @@ class MaskSequencesSpec(DataSpecBase):
     :mod:`unmix.data.masks`). ``shape_jitter`` (per-sequence figure
     proportions) and ``edge_noise`` (per-frame ragged outline, pixels) are nuisances, off by
     default; ``latents: measured`` scores against each mask's centre of mass and area, as
-    KITTI Masks does (:func:`~unmix.data.masks.mask_sequences`)."""
+    KITTI Masks does; ``anchor: feet`` makes ``y`` the figure's foot line instead of its centre
+    (:func:`~unmix.data.masks.mask_sequences`)."""
 
     kind: Literal["mask_sequences"] = "mask_sequences"
     positives: Literal["next_frame"] = "next_frame"
@@ -52,6 +53,7 @@ class MaskSequencesSpec(DataSpecBase):
     shape_jitter: Annotated[float, Field(ge=0, le=1, allow_inf_nan=False)] = 0.0
     edge_noise: Annotated[float, Field(ge=0, le=10, allow_inf_nan=False)] = 0.0
     latents: Literal["generative", "measured"] = "generative"
+    anchor: Literal["centre", "feet"] = "centre"
 
     @model_validator(mode="after")
     def _check(self):
@@ -100,6 +102,7 @@ def mask_sequence_splits(
     shape_jitter: float = 0.0,
     edge_noise: float = 0.0,
     latents: str = "generative",
+    anchor: str = "centre",
 ):
     seed = setting.seeds.data
     out = []
@@ -119,6 +122,7 @@ def mask_sequence_splits(
                 shape_jitter=shape_jitter,
                 edge_noise=edge_noise,
                 latents=latents,
+                anchor=anchor,
             )
         )
     return tuple(out)
