@@ -19,6 +19,15 @@ import torch
 from scipy import special as sp
 
 
+def quad(*args, **kwargs):
+    """``scipy.integrate.quad``, imported on first use: scipy.integrate adds ≈ 40 MB to a
+    process's resident memory, and a training run never integrates (the theory checks and the
+    mass-to-move quadratures do)."""
+    from scipy import integrate
+
+    return integrate.quad(*args, **kwargs)
+
+
 def _log_iv_numpy(v: np.ndarray, x: np.ndarray) -> np.ndarray:
     v, x = np.broadcast_arrays(np.asarray(v, dtype=np.float64), np.asarray(x, dtype=np.float64))
     out = np.empty(v.shape, dtype=np.float64)

@@ -73,16 +73,7 @@ import numpy as np
 from scipy import special as sp
 
 from unmix.errors import ConfigError
-from unmix.special import log_sphere_area
-
-
-def _quad(*args, **kwargs):
-    """``scipy.integrate.quad``, imported on first use (scipy.integrate adds ≈ 40 MB to a
-    process's resident memory; training never needs it)."""
-    from scipy import integrate
-
-    return integrate.quad(*args, **kwargs)
-
+from unmix.special import log_sphere_area, quad
 
 __all__ = ["MassToMove", "mass_to_move_vmf", "mass_to_move_box_normal"]
 
@@ -134,7 +125,7 @@ def _log_mgf_uniform_sphere(dim: int, kappa: float) -> float:
     y_peak = min(max(a, 1e-300), kappa)
     peak = log_f(y_peak)
     upper = min(2.0 * kappa, y_peak + 60.0 + 20.0 * math.sqrt(max(a, 1.0)))
-    val, _ = _quad(
+    val, _ = quad(
         lambda y: math.exp(log_f(y) - peak) if y > 0 else 0.0,
         0.0,
         upper,
@@ -175,7 +166,7 @@ def mass_to_move_vmf(dim: int, kappa: float) -> MassToMove:
         def f2(y: float) -> float:
             return math.exp(scale - 0.5 * math.log(2.0 - y / kappa) + log_excess(y))
 
-        val, err = _quad(
+        val, err = quad(
             f2, 0.0, y0, weight="alg", wvar=(-0.5, 0.0), epsabs=1e-15, epsrel=1e-12, limit=200
         )
         return MassToMove(float(min(max(val, 0.0), 1.0)), float(err) + 1e-14, "quad")
@@ -193,7 +184,7 @@ def mass_to_move_vmf(dim: int, kappa: float) -> MassToMove:
     grid = np.linspace(0.0, y0, 65)[1:-1]
     peak = max(log_g(float(y)) for y in grid)
     y_peak = float(grid[int(np.argmax([log_g(float(y)) for y in grid]))])
-    val, err = _quad(
+    val, err = quad(
         lambda y: math.exp(log_g(y) - peak),
         0.0,
         y0,
@@ -242,7 +233,7 @@ def _cdf_closed_form(dim: int, b: float, s0: float) -> tuple[float, float]:
     return math.exp(log_pp), math.exp(log_pu)
 
 
-def _cdf_quad(dim: int, b: float, s0: float, law: str) -> tuple[float, float]:
+def _cdfquad(dim: int, b: float, s0: float, law: str) -> tuple[float, float]:
     """P(S < s0) under ``law`` ('p' or 'u') by nested quadrature (dim <= 3): (value, error)."""
     log_m = _log_m(b)
     erf_sb = math.erf(math.sqrt(b))
@@ -268,7 +259,7 @@ def _cdf_quad(dim: int, b: float, s0: float, law: str) -> tuple[float, float]:
             return 1.0
         top = min(1.0, math.sqrt(s))
         pts = [math.sqrt(s - j) for j in range(1, k) if 0.0 < s - j < top * top]
-        val, err = _quad(
+        val, err = quad(
             lambda u: f(u) * fk(k - 1, s - u * u),
             0.0,
             top,
@@ -349,7 +340,7 @@ def mass_to_move_box_normal(
         pp, pu = _cdf_closed_form(dim, b, min(s0, 1.0))
         return MassToMove(float(min(max(pp - pu, 0.0), 1.0)), 1e-14 * dim, "closed-form")
     if method == "quad":
-        (pp, ep), (pu, eu) = _cdf_quad(dim, b, s0, "p"), _cdf_quad(dim, b, s0, "u")
+        (pp, ep), (pu, eu) = _cdfquad(dim, b, s0, "p"), _cdfquad(dim, b, s0, "u")
         return MassToMove(float(min(max(pp - pu, 0.0), 1.0)), ep + eu, "quad")
     (pp, ep), (pu, eu) = _cdf_fourier(dim, b, s0, "p"), _cdf_fourier(dim, b, s0, "u")
     return MassToMove(float(min(max(pp - pu, 0.0), 1.0)), ep + eu, "fourier")
