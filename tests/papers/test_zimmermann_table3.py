@@ -30,7 +30,7 @@ def test_budget_rule_and_kitti_switch(monkeypatch, tmp_path):
     s = resolve("zimmermann-table3-dt0.15-normal-box", "smoke").setting
     assert s.data.kind == "mask_sequences" and s.data.image_size == 32 and s.train.steps == 4
     q = resolve("zimmermann-table3-dt0.15-normal-box", "quick").setting
-    assert q.train.batch_size == 64 and q.data.image_size == 32
+    assert q.train.batch_size == 64 and q.data.image_size == 64  # KITTI Masks' size
     # the quick recipe's one departure for the box rows: τ = 0.1 (the paper's τ = 1 elsewhere)
     assert q.objective.tau == table3.QUICK_BOX_TAU == 0.1
     assert resolve("zimmermann-table3-dt0.15-normal-box", "paper").setting.objective.tau == 1.0

@@ -114,11 +114,14 @@ QUICK: dict[str, Any] = {
     "train.eval_every": 500,
     "train.checkpoint_every": 500,
 }
-QUICK_MASKS: dict[str, Any] = {"data.image_size": 32, "data.n_train": 10_000, "data.n_test": 2_000}
+QUICK_MASKS: dict[str, Any] = {"data.image_size": 64, "data.n_train": 10_000, "data.n_test": 2_000}
 """``quick`` (unmix's, for a 2-core CPU): Adam lr 1e-3 with warm-up and cosine decay, 1,500 steps
 of 64 pairs (twice the authors' 32; docs/table3.md has the 0.05 s rows at 32 and 256 pairs);
-generated masks at 32 px (10,000 + 2,000 frames) — at 64 px a SlowVAE step takes ≈ 0.5 s on one
-core, at 32 px ≈ 0.15 s (contrastive ≈ 0.17 → 0.04 s). KITTI Masks keeps its 64 px."""
+generated masks at 64 px, KITTI Masks' size (10,000 + 2,000 frames). Until 2026-12 the quick
+masks were 32 px (a SlowVAE step ≈ 3× cheaper); there SlowVAE's decoder had a quarter of the
+pixels to draw, and SlowVAE stayed level with the unbounded Laplace model at Δt̄ = 0.05 s, where
+the paper has it 11 points below and blames "the limited expressiveness of the decoder"
+(docs/table3.md has both tables)."""
 
 
 QUICK_BOX_TAU = 0.1
