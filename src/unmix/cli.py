@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 from pathlib import Path
 from typing import Annotated
@@ -356,6 +357,14 @@ def reproduce(
             "(a sweep still running or cut short) and list the others.",
         ),
     ] = False,
+    data_root: Annotated[
+        Path | None,
+        typer.Option(
+            "--data-root",
+            help="zimmermann-table3 only: train on KITTI Masks read from this "
+            "kitti_peds_v2.pickle (or its folder) instead of the generated mask sequences.",
+        ),
+    ] = None,
 ):
     """Run a paper's table or figure (skipping finished runs) and write it beside the paper's values.
 
@@ -381,21 +390,33 @@ def reproduce(
 
     try:
         _plugins(plugin)
-        report = run_reproduce(
-            target,
-            budget,
-            seeds,
-            workers,
-            out,
-            baselines,
-            device,
-            backend,
-            done,
-            overrides=parse_overrides(overrides),
-            tensorboard=tensorboard,
-            on_plan=None if report_only else (lambda jobs: progress.start(jobs, workers)),
-            report_only=report_only,
-        )
+        if data_root is not None:
+            from unmix.papers.zimmermann.table3 import kitti_root
+
+            if target != "zimmermann-table3":
+                raise ConfigError(
+                    f"--data-root reads KITTI Masks for zimmermann-table3 only, not {target!r}; "
+                    "point a setting at your files with an override instead, e.g. data.root=DIR."
+                )
+            root_ctx = kitti_root(data_root)
+        else:
+            root_ctx = contextlib.nullcontext()
+        with root_ctx:
+            report = run_reproduce(
+                target,
+                budget,
+                seeds,
+                workers,
+                out,
+                baselines,
+                device,
+                backend,
+                done,
+                overrides=parse_overrides(overrides),
+                tensorboard=tensorboard,
+                on_plan=None if report_only else (lambda jobs: progress.start(jobs, workers)),
+                report_only=report_only,
+            )
     except SweepInterrupted as err:
         progress.stop()
         err_console.print(str(err), markup=False, highlight=False)

@@ -1,5 +1,6 @@
 """Paper 000's Table 3 target: presets, budget rule (KITTI switch), smoke reproduction."""
 
+import os
 import time
 
 import numpy as np
@@ -100,3 +101,40 @@ def test_mcc_spearman_is_rank_invariant():
     z_hat = np.exp(z[:, [2, 0, 1]]) * np.array([1.0, -2.0, 3.0])  # monotone per coordinate
     value = METRICS.build(METRICS.validate("mcc_spearman"), z=z, z_hat=z_hat)
     assert abs(value - 1.0) < 1e-12
+
+
+def test_reproduce_data_root_switches_to_kitti_masks(tmp_path, monkeypatch):
+    """``unmix reproduce zimmermann-table3 --data-root FILE`` trains on KITTI Masks (a fixture in
+    the authors' layout); a missing path or another target is one line and exit 2."""
+    import pickle
+
+    from typer.testing import CliRunner
+
+    from unmix.cli import app
+
+    monkeypatch.delenv(table3.KITTI_ROOT_ENV, raising=False)
+    rng = np.random.default_rng(0)
+    seqs, lats = [], []
+    for _ in range(6):  # boxes that drift and grow, always inside the 64 px frame
+        y, x = rng.integers(5, 25, 2)
+        frames = np.zeros((30, 64, 64), dtype=bool)
+        for t in range(30):
+            frames[t, y + t // 3 : y + 12 + t // 2, x + t // 2 : x + 6 + t // 3] = True
+        seqs.append(frames)
+        lats.append(np.array([[*np.argwhere(f).mean(0), f.sum()] for f in frames], np.float32))
+    with open(tmp_path / "kitti_peds_v2.pickle", "wb") as fh:
+        pickle.dump({"pedestrians": seqs, "pedestrians_latents": lats}, fh)
+    runner = CliRunner()
+    out = tmp_path / "res"
+    args = ["reproduce", "zimmermann-table3", "--budget", "smoke", "--out", str(out)]
+    ok = runner.invoke(app, [*args, "--data-root", str(tmp_path / "kitti_peds_v2.pickle")])
+    assert ok.exit_code == 0, ok.output
+    assert "KITTI Masks at" in (out / "smoke" / "zimmermann-table3.md").read_text()
+    assert table3.KITTI_ROOT_ENV not in os.environ  # set for the call only
+    missing = runner.invoke(app, [*args, "--data-root", str(tmp_path / "nope.pickle")])
+    assert missing.exit_code == 2 and "does not exist" in missing.output
+    assert "Traceback" not in missing.output
+    other = runner.invoke(
+        app, ["reproduce", "zimmermann-table1", "--budget", "smoke", "--data-root", str(tmp_path)]
+    )
+    assert other.exit_code == 2 and "zimmermann-table3 only" in other.output

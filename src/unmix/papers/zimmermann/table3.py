@@ -7,7 +7,7 @@ Presets ``zimmermann-table3-dt0.05-slowvae``, ``…-dt0.05-laplace-unbounded``, 
 
 Data: by default unmix's generated stand-in, ``data.kind: mask_sequences``
 (:mod:`unmix.data.masks`: pedestrian-like silhouettes with sparse transitions of x, y and scale);
-with the environment variable :data:`KITTI_ROOT_ENV` (``UNMIX_KITTI_ROOT``) pointing at the
+with ``unmix reproduce zimmermann-table3 --data-root PATH`` (:func:`kitti_root`) or the environment variable :data:`KITTI_ROOT_ENV` (``UNMIX_KITTI_ROOT``) pointing at the
 authors' ``kitti_peds_v2.pickle`` (or its directory) the budget rule switches every Table 3
 setting to ``data.kind: kitti_masks`` at that root; an override ``data.kind=kitti_masks
 data.root=DIR`` does the same for one call. The report names the data each run used.
@@ -28,14 +28,16 @@ test sequences.
 
 from __future__ import annotations
 
+import contextlib
 import os
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from unmix.data.masks import DELTA_T_GAPS
+from unmix.errors import ConfigError
 from unmix.papers.base import Preset, in_group
 from unmix.papers.zimmermann.presets import PAPER_000
 from unmix.settings import Setting
@@ -118,7 +120,7 @@ QUICK_MASKS: dict[str, Any] = {"data.image_size": 64, "data.n_train": 10_000, "d
 """``quick`` (unmix's, for a 2-core CPU): Adam lr 1e-3 with warm-up and cosine decay, 1,500 steps
 of 64 pairs (twice the authors' 32; docs/table3.md has the 0.05 s rows at 32 and 256 pairs);
 generated masks at 64 px, KITTI Masks' size (10,000 + 2,000 frames). Until 2026-12 the quick
-masks were 32 px (a SlowVAE step ≈ 3× cheaper); there SlowVAE's decoder had a quarter of the
+masks were 32 px (runs ≈ 4× cheaper); there SlowVAE's decoder had a quarter of the
 pixels to draw, and SlowVAE stayed level with the unbounded Laplace model at Δt̄ = 0.05 s, where
 the paper has it 11 points below and blames "the limited expressiveness of the decoder"
 (docs/table3.md has both tables)."""
@@ -188,6 +190,28 @@ def build_presets() -> dict[str, Preset]:
 def claims(setting: Setting) -> bool:
     """A Table 3 kind of setting: a frame-sequence data set."""
     return setting.data is not None and setting.data.kind in SEQUENCE_DATA
+
+
+@contextlib.contextmanager
+def kitti_root(path: str | os.PathLike) -> Iterator[str]:
+    """Within the block, every Table 3 setting resolves to KITTI Masks at ``path`` (the authors'
+    ``kitti_peds_v2.pickle`` or its folder), as :data:`KITTI_ROOT_ENV` does; ``unmix reproduce
+    zimmermann-table3 --data-root PATH`` uses it. A path that does not exist is refused at once."""
+    root = Path(path).expanduser()
+    if not root.exists():
+        raise ConfigError(
+            f"--data-root {str(path)!r} does not exist: give the kitti_peds_v2.pickle of KITTI "
+            "Masks (Zenodo record 3931823) or the folder that holds it."
+        )
+    before = os.environ.get(KITTI_ROOT_ENV)
+    os.environ[KITTI_ROOT_ENV] = str(root.resolve())
+    try:
+        yield os.environ[KITTI_ROOT_ENV]
+    finally:
+        if before is None:
+            os.environ.pop(KITTI_ROOT_ENV, None)
+        else:
+            os.environ[KITTI_ROOT_ENV] = before
 
 
 def budget_rule(setting: Setting, budget: str) -> dict[str, Any]:
