@@ -9,8 +9,9 @@ Data: by default unmix's generated stand-in, ``data.kind: mask_sequences``
 (:mod:`unmix.data.masks`: pedestrian-like silhouettes with sparse transitions of x, y and scale);
 with ``unmix reproduce zimmermann-table3 --data-root PATH`` (:func:`kitti_root`) or the
 environment variable :data:`KITTI_ROOT_ENV` (``UNMIX_KITTI_ROOT``) pointing at the authors'
-``kitti_peds_v2.pickle`` (or its directory) the budget rule switches every Table 3 setting to ``data.kind: kitti_masks`` at that root; an override ``data.kind=kitti_masks
-data.root=DIR`` does the same for one call. The report names the data each run used.
+``kitti_peds_v2.pickle`` (or its directory) the budget rule switches every Table 3 setting to
+``data.kind: kitti_masks`` at that root; an override ``data.kind=kitti_masks data.root=DIR``
+does the same for one call. The report names the data each run used.
 
 Gaps: Δt̄ = 0.05 s → ``max_delta_t = 1``, 0.15 s → ``max_delta_t = 5`` (unmix's mapping,
 :data:`unmix.data.masks.DELTA_T_GAPS`, argued there).
