@@ -524,9 +524,9 @@ def _backward(kernel, a, b, neg, extras, lse, g, cross, same, rows, floor, need)
 class _PairLSE(torch.autograd.Function):
     @staticmethod
     def forward(ctx, x, kernel, rows, floor):  # type: ignore[override]
-        with torch.no_grad():
-            lse, side = _pair_rows(kernel, x, rows, floor, ctx.needs_input_grad[0])
-            total = torch.logsumexp(lse, dim=0)
+        # (an autograd.Function's forward already runs with grad mode off)
+        lse, side = _pair_rows(kernel, x, rows, floor, ctx.needs_input_grad[0])
+        total = torch.logsumexp(lse, dim=0)
         ctx.save_for_backward(lse, total, side)
         return total
 
