@@ -48,7 +48,7 @@ def ensure_rendered(
     assert data is not None and data.kind == "rendered"
     root = data_root(setting)
     info = {
-        "latent": setting.latent.model_dump(mode="json", exclude={"conditional"}),
+        "latent": setting.latent.identity(),
         "mixing": setting.mixing.model_dump(mode="json"),
         "data_seed": setting.seeds.data,
     }

@@ -103,7 +103,8 @@ def make_marginal(
 ) -> Distribution:
     """The marginal p(z): uniform on sphere/box; vMF/normal around the pole e₁ on the sphere;
     normal/laplace/gennorm around the centre (truncated) on the box, around 0 on R^N; factorised
-    Beta on the box (shapes from ``shape_range`` are drawn from ``seed``, the data seed)."""
+    Beta on the box (fixed ``alpha``/``beta`` or per-coordinate ``shapes``, or shapes from
+    ``shape_range`` drawn from ``seed``, the data seed)."""
     from unmix.distributions.uniform import UniformBox, UniformSphere
 
     m = spec.marginal
@@ -113,6 +114,9 @@ def make_marginal(
         assert isinstance(space, Box)
         if m.shape_range is not None:
             alpha, beta = random_beta_shapes(seed, space.dim, *m.shape_range)
+        elif m.shapes is not None:
+            pairs = torch.tensor(m.shapes, dtype=torch.float64)
+            alpha, beta = pairs[:, 0].clone(), pairs[:, 1].clone()
         else:
             alpha = torch.full((space.dim,), m.alpha, dtype=torch.float64)
             beta = torch.full((space.dim,), m.beta, dtype=torch.float64)

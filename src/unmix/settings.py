@@ -14,6 +14,7 @@ is the generalised-normal shape (density ∝ exp(−(|x|/λ)^β)).
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -62,9 +63,10 @@ class DistributionSpec(_Strict):
     they are truncated to the box; on R^N exact.
 
     ``beta`` (a *marginal* on a box only; paper 004's Sprites latents): independent
-    Beta(α_i, β_i) per coordinate, rescaled onto [low, high]. Either fixed shapes ``alpha`` and
-    ``beta`` shared by all coordinates, or ``shape_range: [a, b]``: α_i, β_i ~ U(a, b) per
-    coordinate, drawn from the data seed (:func:`unmix.distributions.beta.random_beta_shapes`).
+    Beta(α_i, β_i) per coordinate, rescaled onto [low, high]. One of: fixed shapes ``alpha`` and
+    ``beta`` shared by all coordinates; ``shapes: [[α_1, β_1], …, [α_d, β_d]]``, fixed shapes per
+    coordinate; or ``shape_range: [a, b]``: α_i, β_i ~ U(a, b) per coordinate, drawn from the data
+    seed (:func:`unmix.distributions.beta.random_beta_shapes`).
     """
 
     kind: Literal["uniform", "vmf", "normal", "laplace", "gennorm", "beta"]
@@ -89,13 +91,18 @@ class DistributionSpec(_Strict):
     shape_range: tuple[float, float] | None = Field(
         default=None, description="kind beta: α_i, β_i ~ U(a, b) per coordinate from the data seed"
     )
+    shapes: tuple[tuple[float, float], ...] | None = Field(
+        default=None, description="kind beta: fixed (α_i, β_i) per coordinate, one pair per dim"
+    )
 
     @model_validator(mode="after")
     def _check(self) -> DistributionSpec:
         if self.kind == "beta":
             return self._check_beta()
-        if self.alpha is not None or self.shape_range is not None:
-            raise ValueError(f"'{self.kind}' takes no 'alpha'/'shape_range' (only kind beta does)")
+        if self.alpha is not None or self.shape_range is not None or self.shapes is not None:
+            raise ValueError(
+                f"'{self.kind}' takes no 'alpha'/'shape_range'/'shapes' (only kind beta does)"
+            )
         need = {
             "vmf": ("kappa",),
             "normal": ("scale",),
@@ -120,12 +127,19 @@ class DistributionSpec(_Strict):
         if self.kappa is not None or self.scale is not None:
             raise ValueError("'beta' takes no 'kappa'/'scale': give alpha and beta, or shape_range")
         fixed = self.alpha is not None or self.beta is not None
-        if fixed == (self.shape_range is not None):
+        if fixed + (self.shape_range is not None) + (self.shapes is not None) != 1:
             raise ValueError(
-                "'beta' needs either both 'alpha' and 'beta' (e.g. alpha: 2, beta: 5) or "
-                "'shape_range' (e.g. shape_range: [2, 15]), not both"
+                "'beta' needs exactly one of: both 'alpha' and 'beta' (e.g. alpha: 2, beta: 5), "
+                "'shapes' (e.g. shapes: [[2, 5], [3, 3]], one pair per coordinate) or "
+                "'shape_range' (e.g. shape_range: [2, 15])"
             )
-        if fixed:
+        if self.shapes is not None:
+            for i, (a, b) in enumerate(self.shapes):
+                if not (math.isfinite(a) and math.isfinite(b) and a > 0 and b > 0):
+                    raise ValueError(
+                        f"'shapes' entry {i} must be two finite numbers > 0, got {[a, b]}"
+                    )
+        elif fixed:
             for name in ("alpha", "beta"):
                 value = getattr(self, name)
                 if value is None or not value > 0:
@@ -140,6 +154,8 @@ class DistributionSpec(_Strict):
             if self.shape_range is not None:
                 a, b = self.shape_range
                 return f"Beta(α, β ~ U({a:g}, {b:g}))"
+            if self.shapes is not None:
+                return "Beta(" + ", ".join(f"{a:.3g}/{b:.3g}" for a, b in self.shapes) + ")"
             return f"Beta(α={self.alpha:g}, β={self.beta:g})"
         if self.kind == "uniform":
             return "Uniform"
@@ -167,6 +183,15 @@ class LatentSpec(_Strict):
     marginal: DistributionSpec = DistributionSpec(kind="uniform")
     conditional: DistributionSpec | None = None
 
+    def identity(self) -> dict[str, Any]:
+        """What of the latent changes a data set's latents: every field but the conditional, as
+        JSON (the key of rendered data sets). Fields added later are left out while unset, so
+        the data sets rendered before them keep their names."""
+        out = self.model_dump(mode="json", exclude={"conditional"})
+        if out["marginal"].get("shapes") is None:
+            out["marginal"].pop("shapes", None)
+        return out
+
     @model_validator(mode="after")
     def _check(self) -> LatentSpec:
         if self.space == "sphere" and self.dim < 2:
@@ -193,6 +218,11 @@ class LatentSpec(_Strict):
             )
         if self.marginal.kind == "beta" and self.space != "box":
             raise ValueError(f"a beta marginal lives on a box, not on a {self.space}")
+        if self.marginal.shapes is not None and len(self.marginal.shapes) != self.dim:
+            raise ValueError(
+                f"marginal 'shapes' lists {len(self.marginal.shapes)} (α, β) pairs but dim is "
+                f"{self.dim}: give one pair per coordinate"
+            )
         if self.marginal.kind == "vmf" and self.space != "sphere":
             raise ValueError(f"a vMF marginal lives on the sphere, not on a {self.space}")
         if self.marginal.kind == "uniform" and self.space == "euclidean":

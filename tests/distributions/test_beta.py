@@ -48,3 +48,42 @@ def test_bad_parameters_raise_readable_errors():
         FactorizedBeta(torch.tensor([1.0, 1.0]), torch.tensor([1.0]))
     with pytest.raises(ConfigError, match="low < high"):
         FactorizedBeta(torch.ones(2), torch.ones(2), low=1.0, high=1.0)
+
+
+def _beta_latent(marginal: dict, dim: int = 3) -> dict:
+    return {"space": "box", "dim": dim, "marginal": {"kind": "beta", **marginal}}
+
+
+def test_per_coordinate_shapes_set_each_coordinate_and_are_validated():
+    from unmix.latents import build_latent_process
+    from unmix.settings import LatentSpec
+
+    pairs = [[2.0, 8.0], [5.0, 5.0], [9.0, 3.0]]
+    spec = LatentSpec.model_validate(_beta_latent({"shapes": pairs}))
+    z = build_latent_process(spec).marginal.sample((200_000,))
+    for i, (a, b) in enumerate(pairs):
+        assert abs(float(z[:, i].mean()) - stats.beta(a, b).mean()) < 3e-3
+        assert abs(float(z[:, i].std()) - stats.beta(a, b).std()) < 3e-3
+    assert "shapes" in spec.identity()["marginal"]
+    for bad, says in [
+        ({"shapes": pairs[:2]}, "one pair per coordinate"),
+        ({"shapes": [[2.0, 8.0], [0.0, 5.0], [9.0, 3.0]]}, "'shapes' entry 1"),
+        ({"shapes": pairs, "shape_range": [2, 15]}, "exactly one of"),
+        ({"shapes": pairs, "alpha": 2.0, "beta": 2.0}, "exactly one of"),
+    ]:
+        with pytest.raises(ValueError, match=says):
+            LatentSpec.model_validate(_beta_latent(bad))
+    with pytest.raises(ValueError, match="takes no"):
+        LatentSpec.model_validate(
+            {"space": "box", "dim": 1, "marginal": {"kind": "uniform", "shapes": [[1, 1]]}}
+        )
+
+
+def test_latent_identity_leaves_out_unset_shapes():
+    # rendered data sets are keyed by this dict: a setting without per-coordinate shapes must key
+    # as it did before the field existed
+    from unmix.settings import LatentSpec
+
+    spec = LatentSpec.model_validate(_beta_latent({"shape_range": [2, 15]}))
+    assert "shapes" not in spec.identity()["marginal"]
+    assert "conditional" not in spec.identity()

@@ -72,7 +72,7 @@ def data_key(setting: Any) -> str:
     everything that changes its pixels or latents (latent spec, mixing spec, seed, sizes)."""
     data = setting.data
     ident = {
-        "latent": setting.latent.model_dump(mode="json", exclude={"conditional"}),
+        "latent": setting.latent.identity(),
         "mixing": setting.mixing.model_dump(mode="json"),
         "seed": setting.seeds.data,
         "n": [data.n_train, data.n_test],
