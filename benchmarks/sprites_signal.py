@@ -9,12 +9,13 @@ prints, over ``--n`` sprites drawn from the data seed's Beta marginal:
 * ``nats/step``: the median of γ²/2 · ‖x(b + step·e_k) − x(b)‖² — the reconstruction gain of
   telling two such sprites apart, at γ² = 1 on [0, 1] pixels (paper 004's convention);
 * ``prior sd``: the standard deviation of the factor's Beta marginal (the ``reizinger-fig5``
-  setting's, at data seed ``--seeds``), so that
+  setting's: the reference data set's shapes, or with ``--draw-shapes`` the shapes
+  α, β ~ U(2, 15) that data seed ``--seeds`` draws), so that
   ``(sd / step)² · nats/step`` is the order of what encoding the factor is worth in all.
 
 Run (one thread, seconds):
 
-    OMP_NUM_THREADS=1 python benchmarks/sprites_signal.py --seeds 0 1 2
+    OMP_NUM_THREADS=1 python benchmarks/sprites_signal.py --seeds 0 1 2 [--draw-shapes]
 """
 
 from __future__ import annotations
@@ -26,8 +27,13 @@ from unmix.render.sprites import SPRITES_FACTOR_NAMES
 from unmix.resolve import load_with_budget
 
 
-def factor_signal(seed: int, n: int, step: float, gamma2: float = 1.0) -> list[dict]:
-    setting = load_with_budget("reizinger-fig5", "quick").replace(**{"seeds.data": seed})
+def factor_signal(
+    seed: int, n: int, step: float, gamma2: float = 1.0, draw_shapes: bool = False
+) -> list[dict]:
+    updates: dict = {"seeds.data": seed}
+    if draw_shapes:  # the per-data-seed draw α, β ~ U(2, 15) instead of the reference's shapes
+        updates |= {"latent.marginal.shapes": None, "latent.marginal.shape_range": [2.0, 15.0]}
+    setting = load_with_budget("reizinger-fig5", "quick").replace(**updates)
     exp = Experiment.build(setting)
     marginal, render = exp.process.marginal, exp.mixing
     b = exp.process.sample(n, exp.stream_generator("data/eval"))
@@ -59,11 +65,16 @@ def main() -> None:
     ap.add_argument("--seeds", type=int, nargs="+", default=[0])
     ap.add_argument("--n", type=int, default=512)
     ap.add_argument("--step", type=float, default=0.05)
+    ap.add_argument(
+        "--draw-shapes",
+        action="store_true",
+        help="Beta shapes drawn per data seed (U(2, 15)) instead of the reference data set's",
+    )
     args = ap.parse_args()
     print("| seed | factor | px changed | nats / step | prior sd | (sd/step)² · nats/step |")
     print("|---|---|---|---|---|---|")
     for seed in args.seeds:
-        for r in factor_signal(seed, args.n, args.step):
+        for r in factor_signal(seed, args.n, args.step, draw_shapes=args.draw_shapes):
             print(
                 f"| {r['seed']} | {r['factor']} | {r['px']:.0f} | {r['nats_per_step']:.2f} | "
                 f"{r['prior_sd']:.3f} | {r['nats_total']:.1f} |"

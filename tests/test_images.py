@@ -1,6 +1,7 @@
 """Image settings end to end: renderer mixings, finite rendered data sets, image encoders and the
 image reproductions (Table 4, Fig. 5) at the smoke budget."""
 
+import numpy as np
 import pandas as pd
 import pytest
 import torch
@@ -135,6 +136,22 @@ def test_image_vae_has_conv_nets_and_flat_observations():
     assert exp.encoder.decode(mu).shape == x.shape
     scores = exp.evaluate(exp.eval_data(16))
     assert {"mcc", "c_ima", "mcc_factor3"} <= scores.keys()
+
+
+def test_fig5_latents_are_the_reference_data_sets_beta_shapes():
+    # the reference's draw: NumPy's legacy generator at its data seed 1, 8 numbers U(2, 15) read as
+    # (α, β) pairs of x, y, scale, hue (docstring of FIG5_DATA_SHAPES)
+    from unmix.papers.reizinger.presets import FIG5_DATA_SHAPES
+
+    draw = np.random.RandomState(1).uniform(2, 15, 8).astype(np.float32).reshape(4, 2)
+    np.testing.assert_allclose(np.array(FIG5_DATA_SHAPES), draw, atol=1e-4)
+    for budget in ("smoke", "quick", "paper"):
+        s = load_with_budget("reizinger-fig5", budget)
+        assert s.latent.marginal.shapes == FIG5_DATA_SHAPES
+    # so every data seed draws its factors from the same Beta marginals
+    a = Experiment.build(load_with_budget("reizinger-fig5", "smoke").replace(**{"seeds.data": 3}))
+    b = Experiment.build(load_with_budget("reizinger-fig5", "smoke"))
+    torch.testing.assert_close(a.process.marginal.alpha, b.process.marginal.alpha)
 
 
 def test_render_command_pre_renders_and_resumes(tmp_path):
