@@ -125,7 +125,9 @@ class DistributionSpec(_Strict):
 
     def _check_beta(self) -> DistributionSpec:
         if self.kappa is not None or self.scale is not None:
-            raise ValueError("'beta' takes no 'kappa'/'scale': give alpha and beta, or shape_range")
+            raise ValueError(
+                "'beta' takes no 'kappa'/'scale': give alpha and beta, shapes, or shape_range"
+            )
         fixed = self.alpha is not None or self.beta is not None
         if fixed + (self.shape_range is not None) + (self.shapes is not None) != 1:
             raise ValueError(

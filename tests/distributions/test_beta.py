@@ -60,6 +60,7 @@ def test_per_coordinate_shapes_set_each_coordinate_and_are_validated():
 
     pairs = [[2.0, 8.0], [5.0, 5.0], [9.0, 3.0]]
     spec = LatentSpec.model_validate(_beta_latent({"shapes": pairs}))
+    torch.manual_seed(0)
     z = build_latent_process(spec).marginal.sample((200_000,))
     for i, (a, b) in enumerate(pairs):
         assert abs(float(z[:, i].mean()) - stats.beta(a, b).mean()) < 3e-3
@@ -87,3 +88,13 @@ def test_latent_identity_leaves_out_unset_shapes():
     spec = LatentSpec.model_validate(_beta_latent({"shape_range": [2, 15]}))
     assert "shapes" not in spec.identity()["marginal"]
     assert "conditional" not in spec.identity()
+
+
+def test_rendered_data_keys_did_not_change_with_the_shapes_field():
+    # pinned: Table 4's quick store as keyed before `shapes` existed (a changed key would
+    # re-render every user's cached data set)
+    from unmix.data.sets import data_key
+    from unmix.resolve import resolve
+
+    setting = resolve("zimmermann-table4-row1", "quick").setting
+    assert data_key(setting) == "scenes3d-64px-n60000+5000-data0-4cc3a3617a"
