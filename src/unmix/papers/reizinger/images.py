@@ -131,28 +131,32 @@ def fig5_report(rows: list[dict], out: Path) -> str:
     best = max(rows, key=lambda r: r["mcc"] if np.isfinite(r["mcc"]) else -1)
     exp = Experiment.from_run(best["run_dir"])
     z, mu, z_hat, res = _matched(exp)
-    fig, axes = plt.subplots(1, 2, figsize=(10, 3.8))
+    fig, axes = plt.subplots(1, 2, figsize=(10, 4.6))
     ax = axes[0]
     twin = ax.twinx()
-    for r in rows:
+    for i, r in enumerate(rows):  # one line per seed and statistic; the legend names statistics
         hist = _history(r["run_dir"])
         steps = [h["step"] for h in hist]
-        label = f"seed {r['seed']}"
-        ax.plot(
-            steps,
-            [h["mcc"] for h in hist],
-            "o-",
-            color="tab:blue",
-            alpha=0.7,
-            label=f"MCC, {label}",
-        )
+        mcc = [h["mcc"] for h in hist]
+        first = i == 0
+        ax.plot(steps, mcc, "o-", color="tab:blue", alpha=0.7, label="MCC" if first else None)
+        if steps:
+            ax.annotate(
+                f"seed {r['seed']}",
+                (steps[-1], mcc[-1]),
+                xytext=(3, 0),
+                textcoords="offset points",
+                fontsize=6,
+                color="tab:blue",
+                va="center",
+            )
         twin.plot(
             steps,
             [h["c_ima"] for h in hist],
             "s--",
             color="tab:red",
             alpha=0.7,
-            label=f"C_IMA (global), {label}",
+            label="C_IMA (global)" if first else None,
         )
         if any("c_ima_mean_jacobian" in h for h in hist):
             twin.plot(
@@ -161,7 +165,7 @@ def fig5_report(rows: list[dict], out: Path) -> str:
                 "^:",
                 color="tab:orange",
                 alpha=0.7,
-                label=f"c_IMA of the mean Jacobian, {label}",
+                label="c_IMA of the mean Jacobian" if first else None,
             )
     paper_mean = float(np.mean(list(FIG5_PAPER_MCC.values())))
     ax.axhline(
@@ -169,7 +173,17 @@ def fig5_report(rows: list[dict], out: Path) -> str:
     )
     h1, l1 = ax.get_legend_handles_labels()
     h2, l2 = twin.get_legend_handles_labels()
-    ax.legend(h1 + h2, l1 + l2, fontsize=6, loc="lower right")
+    ax.legend(
+        h1 + h2,
+        l1 + l2,
+        fontsize=7,
+        loc="upper center",
+        bbox_to_anchor=(0.5, -0.16),
+        ncol=2,
+        frameon=False,
+        title=f"one line per seed ({len(rows)})",
+        title_fontsize=7,
+    )
     ax.set_xlabel("training step")
     ax.set_ylabel("MCC (posterior means)", color="tab:blue")
     twin.set_ylabel("C_IMA of the decoder", color="tab:red")
