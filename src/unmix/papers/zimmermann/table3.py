@@ -37,6 +37,7 @@ from typing import Any
 
 import numpy as np
 
+from unmix.data.kitti import KITTI_FILE
 from unmix.data.masks import DELTA_T_GAPS
 from unmix.errors import ConfigError
 from unmix.papers.base import Preset, in_group
@@ -201,7 +202,7 @@ def kitti_root(path: str | os.PathLike) -> Iterator[str]:
     root = Path(path).expanduser()
     if not root.exists():
         raise ConfigError(
-            f"--data-root {str(path)!r} does not exist: give the kitti_peds_v2.pickle of KITTI "
+            f"--data-root {str(path)!r} does not exist: give the {KITTI_FILE} of KITTI "
             "Masks (Zenodo record 3931823) or the folder that holds it."
         )
     before = os.environ.get(KITTI_ROOT_ENV)
