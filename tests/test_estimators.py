@@ -139,6 +139,17 @@ def test_vae_encoder_returns_posterior_means(walk):
     assert 0 <= gauss.score(x, z) <= 1 and np.isfinite(gauss.score(x))
 
 
+def test_vae_encoder_learns_its_beta_prior(walk):
+    z, x = walk
+    vae = VAEEncoder(latent_dim=2, steps=20, prior="beta", prior_alpha=2.0, prior_beta=3.0)
+    vae.set_params(learn_prior=True).fit(x)
+    a, b, _ = vae.model_.prior.shapes()
+    assert a.shape == b.shape == (2,)
+    assert not np.allclose(a.detach().numpy(), 2.0)  # trained away from the start
+    with pytest.raises(ConfigError, match="learn_prior"):
+        VAEEncoder(steps=2, learn_prior=True).fit(x)  # the Gaussian prior has no shapes
+
+
 def test_works_in_a_pipeline(walk):
     z, x = walk
     pipe = make_pipeline(ContrastiveEncoder(space="box", conditional="laplace", steps=5))

@@ -471,6 +471,9 @@ class VAEEncoder(_TorchEncoder):
         The latent dimension d (default: the input dimension).
     prior:
         ``gaussian``, ``uniform`` (on (0, 1)^d) or ``beta`` (with ``prior_alpha``, ``prior_beta``).
+    learn_prior:
+        Train one Beta shape pair per latent, starting at (``prior_alpha``, ``prior_beta``)
+        (``prior="beta"`` only).
     gamma2:
         The decoder precision γ² (the likelihood's variance is 1/γ²): large values make the VAE
         near-deterministic, the regime of paper 004.
@@ -491,6 +494,7 @@ class VAEEncoder(_TorchEncoder):
         prior: str = "gaussian",
         prior_alpha: float = 1.0,
         prior_beta: float = 1.0,
+        learn_prior: bool = False,
         gamma2: float = 1e3,
         hidden: tuple[int, ...] = (20, 20, 20),
         kl_weight: float = 1.0,
@@ -508,6 +512,7 @@ class VAEEncoder(_TorchEncoder):
         self.prior = prior
         self.prior_alpha = prior_alpha
         self.prior_beta = prior_beta
+        self.learn_prior = learn_prior
         self.gamma2 = gamma2
         self.hidden = hidden
         self.kl_weight = kl_weight
@@ -540,6 +545,8 @@ class VAEEncoder(_TorchEncoder):
         vae: dict[str, Any] = {"prior": self.prior, "gamma2": self.gamma2}
         if self.prior == "beta":
             vae.update(prior_alpha=self.prior_alpha, prior_beta=self.prior_beta)
+        if self.learn_prior:
+            vae["learn_prior"] = self.learn_prior
         return MODELS.validate({"kind": "vae", "hidden": _hidden(self.hidden), "vae": vae})
 
     def _objective(self):
@@ -572,6 +579,8 @@ class VAEEncoder(_TorchEncoder):
                         v.prior,
                         v.prior_alpha if v.prior == "beta" else 1.0,
                         v.prior_beta if v.prior == "beta" else 1.0,
+                        learn=v.learn_prior,
+                        dim=dim,
                     ),
                     gamma2=v.gamma2,
                 )

@@ -165,6 +165,75 @@ def test_bad_priors(args, words):
         VAEPrior(*args)
 
 
+def test_learned_beta_prior_matches_scipy_per_dimension():
+    prior = VAEPrior("beta", 2.0, 2.0, learn=True, dim=3)
+    shapes = np.array([[0.7, 3.0], [2.0, 2.0], [9.0, 1.5]])
+    with torch.no_grad():
+        prior.log_alpha.copy_(torch.log(torch.from_numpy(shapes[:, 0])))
+        prior.log_beta.copy_(torch.log(torch.from_numpy(shapes[:, 1])))
+    u = np.linspace(-8, 8, 41)[:, None].repeat(3, 1)
+    s = _sigmoid(u)
+    ref = stats.beta.logpdf(s, shapes[:, 0], shapes[:, 1]) + np.log(s) + np.log1p(-s)
+    got = prior.log_prob_u(torch.from_numpy(u)).detach().numpy()
+    np.testing.assert_allclose(got, ref, rtol=1e-5, atol=1e-5)  # float32 shapes
+    lz = prior.log_prob_z(torch.from_numpy(s)).detach().numpy()
+    np.testing.assert_allclose(lz, stats.beta.logpdf(s, shapes[:, 0], shapes[:, 1]), rtol=1e-5)
+    ut = torch.from_numpy(u).requires_grad_(True)
+    (g,) = torch.autograd.grad(prior.log_prob_u(ut).sum(), ut, create_graph=True)
+    (h,) = torch.autograd.grad(g.sum(), ut)
+    torch.testing.assert_close(prior.curvature_u(ut.detach()).detach(), -h, rtol=1e-5, atol=1e-6)
+    mu, sigma = torch.tensor([[0.3, -2.0, 1.5]], dtype=D64), torch.tensor([0.5, 1.2, 0.05])
+    got = prior.expected_log_prob_u(mu, 2 * torch.log(sigma).double()).detach()[0]
+    for k in range(3):
+        ref, _ = integrate.quad(
+            lambda v, k=k: (
+                stats.norm.pdf(v, float(mu[0, k]), float(sigma[k]))
+                * float(prior.log_prob_u(torch.full((1, 3), v, dtype=D64))[0, k].detach())
+            ),
+            -40,
+            40,
+            points=[float(mu[0, k])],
+            limit=200,
+        )
+        assert float(got[k]) == pytest.approx(ref, abs=1e-5)
+    z = prior.sample((20_000, 3), generator=torch.Generator().manual_seed(0), dtype=D64)
+    for k in range(3):
+        assert stats.kstest(z[:, k].numpy(), stats.beta(*shapes[k]).cdf).pvalue > 1e-3
+
+
+def test_learned_beta_prior_trains_to_the_maximum_likelihood_shapes():
+    # Maximising the mean log-density of logit(z), z ~ Beta(a_k, b_k), is the maximum-likelihood
+    # fit of the shapes; it must land on scipy's fit of the same draws.
+    true = [(5.0, 3.0), (2.0, 6.0)]
+    rng = np.random.default_rng(0)
+    z = np.stack([rng.beta(a, b, 4000) for a, b in true], 1)
+    u = torch.logit(torch.from_numpy(z)).float()
+    prior = VAEPrior("beta", 2.0, 2.0, learn=True, dim=2)
+    assert len(list(prior.parameters())) == 2
+    opt = torch.optim.Adam(prior.parameters(), lr=0.05)
+    for _ in range(600):
+        opt.zero_grad()
+        (-prior.log_prob_u(u).sum(-1).mean()).backward()
+        opt.step()
+    a, b = (t.detach() for t in prior.shapes()[:2])
+    for k in range(2):
+        ref_a, ref_b, _, _ = stats.beta.fit(z[:, k], floc=0, fscale=1)
+        assert float(a[k]) == pytest.approx(ref_a, rel=0.02)
+        assert float(b[k]) == pytest.approx(ref_b, rel=0.02)
+
+
+@pytest.mark.parametrize(
+    "kwargs, words",
+    [
+        ({"kind": "gaussian", "learn": True, "dim": 2}, "only a Beta prior"),
+        ({"kind": "beta", "learn": True}, "dim"),
+    ],
+)
+def test_bad_learned_priors(kwargs, words):
+    with pytest.raises(ConfigError, match=words):
+        VAEPrior(**kwargs)
+
+
 # ------------------------------------------------------------------ settings, training, evaluation
 def vae_setting(**over) -> Setting:
     data = {
@@ -197,6 +266,7 @@ def vae_setting(**over) -> Setting:
         ({"objective.kind": "infonce"}, "go together"),
         ({"model.kind": "mlp", "model.vae": None}, "go together"),
         ({"model.vae.prior_alpha": 2.0}, "prior_alpha"),
+        ({"model.vae.learn_prior": True}, "learn_prior"),
         ({"model.vae.gamma2": -1.0}, "gamma2"),
         ({"model.vae.learn_gamma": True, "model.vae.gamma2_warmup_steps": 3}, "warm-up"),
         ({"model.vae.decoder": "ground_truth", "mixing.kind": "identity"}, "ground_truth"),

@@ -81,6 +81,8 @@ class VAESpec(SpecBase):
     * ``prior``: ``gaussian`` (standard normal), ``uniform`` (on the unit box (0,1)^d) or ``beta``
       (Beta(``prior_alpha``, ``prior_beta``) per dimension on (0,1)^d). Box priors are handled
       exactly by a change of variables: the encoder's Gaussian acts on u ∈ R^d and z = sigmoid(u).
+      ``learn_prior: true`` (Beta only) trains one (α_k, β_k) per latent, starting at
+      (``prior_alpha``, ``prior_beta``), as paper 004's code does on Sprites (``fix_prior: false``).
     * ``gamma2``: the decoder precision γ² of p(x|z) = N(f(z), γ⁻² I) (its variance is 1/γ²);
       ``learn_gamma: true`` makes log γ² a trained parameter initialised at ``gamma2``.
     * ``decoder``: ``mlp`` (learned, widths ``model.hidden``) or ``ground_truth`` (fixed to the
@@ -95,6 +97,7 @@ class VAESpec(SpecBase):
     prior_beta: float = Field(default=1.0, gt=0, description="Beta prior's β > 0")
     gamma2: float = Field(default=1e5, gt=0, le=1e12, description="decoder precision γ² > 0")
     learn_gamma: bool = False
+    learn_prior: bool = False
     decoder: Literal["mlp", "ground_truth"] = "mlp"
     gamma2_warmup_steps: int = Field(default=0, ge=0)
     gamma2_start: float = Field(default=100.0, gt=0)
@@ -110,6 +113,11 @@ class VAESpec(SpecBase):
             raise ValueError(
                 f"prior_alpha/prior_beta are the Beta prior's shapes; prior '{self.prior}' takes "
                 "none: remove them or set prior: beta"
+            )
+        if self.learn_prior and self.prior != "beta":
+            raise ValueError(
+                f"learn_prior trains a Beta prior's shapes; prior '{self.prior}' has none: set "
+                "prior: beta or learn_prior: false"
             )
         return self
 
@@ -241,6 +249,8 @@ def vae(
             v.prior,
             v.prior_alpha if v.prior == "beta" else 1.0,
             v.prior_beta if v.prior == "beta" else 1.0,
+            learn=v.learn_prior,
+            dim=dim,
         ),
         gamma2=v.gamma2,
         learn_gamma=v.learn_gamma,

@@ -104,7 +104,14 @@ class VAEPrior(nn.Module):
     Beta shapes (1, 1 for uniform). All methods act elementwise on ``(..., d)`` tensors.
     """
 
-    def __init__(self, kind: PriorKind = "gaussian", alpha: float = 1.0, beta: float = 1.0):
+    def __init__(
+        self,
+        kind: PriorKind = "gaussian",
+        alpha: float = 1.0,
+        beta: float = 1.0,
+        learn: bool = False,
+        dim: int | None = None,
+    ):
         super().__init__()
         if kind not in ("gaussian", "uniform", "beta"):
             raise ConfigError(f"VAE prior must be 'gaussian', 'uniform' or 'beta', got {kind!r}.")
@@ -113,12 +120,35 @@ class VAEPrior(nn.Module):
                 raise ConfigError(f"Beta prior's '{name}' must be a finite number > 0, got {v!r}.")
         if kind == "uniform" and (alpha != 1.0 or beta != 1.0):
             raise ConfigError("the uniform prior is Beta(1, 1): pass kind='beta' for other shapes.")
+        if learn and kind != "beta":
+            raise ConfigError(
+                f"only a Beta prior has shapes to learn; prior {kind!r} has none: set "
+                "kind='beta' or learn=False."
+            )
+        if learn and not (isinstance(dim, int) and not isinstance(dim, bool) and dim >= 1):
+            raise ConfigError(
+                f"a learned Beta prior needs the latent dimension: pass dim >= 1, got {dim!r}."
+            )
         self.kind = kind
         self.alpha = float(alpha)
         self.beta = float(beta)
+        self.learn = bool(learn)
         self.log_beta_fn = (
             math.lgamma(self.alpha) + math.lgamma(self.beta) - math.lgamma(self.alpha + self.beta)
         )
+        if self.learn:
+            # One (α_k, β_k) per latent, as log-shapes (positive for every parameter value),
+            # initialised at the given shapes.
+            self.log_alpha = nn.Parameter(torch.full((dim,), math.log(self.alpha)))
+            self.log_beta = nn.Parameter(torch.full((dim,), math.log(self.beta)))
+
+    def shapes(self) -> tuple[torch.Tensor | float, torch.Tensor | float, torch.Tensor | float]:
+        r"""The Beta shapes and log normaliser :math:`(\alpha, \beta, \log B(\alpha, \beta))`:
+        Python floats for a fixed prior, ``(d,)`` tensors (differentiable) for a learned one."""
+        if not self.learn:
+            return self.alpha, self.beta, self.log_beta_fn
+        a, b = self.log_alpha.exp(), self.log_beta.exp()
+        return a, b, torch.lgamma(a) + torch.lgamma(b) - torch.lgamma(a + b)
 
     @property
     def bounded(self) -> bool:
@@ -134,7 +164,8 @@ class VAEPrior(nn.Module):
         :math:`-\alpha\,\mathrm{softplus}(-u) - \beta\,\mathrm{softplus}(u) - \log B(\alpha,\beta)`."""
         if not self.bounded:
             return -0.5 * u * u - 0.5 * math.log(2 * math.pi)
-        return -self.alpha * F.softplus(-u) - self.beta * F.softplus(u) - self.log_beta_fn
+        a, b, log_b = self.shapes()
+        return -a * F.softplus(-u) - b * F.softplus(u) - log_b
 
     def log_prob_z(self, z: torch.Tensor) -> torch.Tensor:
         r"""Elementwise :math:`\log p_0(z_k)` on the latent space (``-inf`` outside the box)."""
@@ -142,11 +173,8 @@ class VAEPrior(nn.Module):
             return -0.5 * z * z - 0.5 * math.log(2 * math.pi)
         inside = (z > 0) & (z < 1)
         zc = z.clamp(1e-300 if z.dtype == torch.float64 else 1e-38, 1.0)
-        val = (
-            (self.alpha - 1) * torch.log(zc)
-            + (self.beta - 1) * torch.log1p(-zc.clamp(max=1 - 1e-16))
-            - self.log_beta_fn
-        )
+        a, b, log_b = self.shapes()
+        val = (a - 1) * torch.log(zc) + (b - 1) * torch.log1p(-zc.clamp(max=1 - 1e-16)) - log_b
         return torch.where(inside, val, torch.full_like(val, -math.inf))
 
     def curvature_u(self, u: torch.Tensor) -> torch.Tensor:
@@ -155,7 +183,8 @@ class VAEPrior(nn.Module):
         if not self.bounded:
             return torch.ones_like(u)
         s = torch.sigmoid(u)
-        return (self.alpha + self.beta) * s * (1 - s)
+        a, b, _ = self.shapes()
+        return (a + b) * s * (1 - s)
 
     def expected_log_prob_u(self, mu: torch.Tensor, logvar: torch.Tensor) -> torch.Tensor:
         r"""Elementwise :math:`\mathbb E_{q}[\log p_U(u_k)]` for :math:`u_k \sim \mathcal N(\mu_k,
@@ -163,7 +192,13 @@ class VAEPrior(nn.Module):
         Gauss–Hermite otherwise."""
         if not self.bounded:
             return -0.5 * (mu * mu + logvar.exp()) - 0.5 * math.log(2 * math.pi)
-        return gauss_hermite_expectation(self.log_prob_u, mu, logvar)
+        if not self.learn:
+            return gauss_hermite_expectation(self.log_prob_u, mu, logvar)
+        # log p_U is linear in the (per-latent) shapes: quadrature of the two softplus terms.
+        a, b, log_b = self.shapes()
+        e_neg = gauss_hermite_expectation(lambda v: F.softplus(-v), mu, logvar)
+        e_pos = gauss_hermite_expectation(F.softplus, mu, logvar)
+        return -a * e_neg - b * e_pos - log_b
 
     def posterior_mean(self, mu: torch.Tensor, logvar: torch.Tensor) -> torch.Tensor:
         r""":math:`\mathbb E_q[z_k] = \mathbb E_q[h(u_k)]`: ``mu`` (gaussian) or the logit-normal
@@ -182,12 +217,15 @@ class VAEPrior(nn.Module):
         if self.kind == "uniform":
             return torch.rand(*shape, generator=generator, dtype=dtype)
         # Beta by the ratio of Gammas: X/(X+Y), X ~ Gamma(alpha), Y ~ Gamma(beta).
-        a = torch.full(tuple(shape), self.alpha, dtype=torch.float64)
-        b = torch.full(tuple(shape), self.beta, dtype=torch.float64)
+        alpha, beta, _ = self.shapes()
+        a = torch.as_tensor(alpha, dtype=torch.float64).detach().expand(tuple(shape)).contiguous()
+        b = torch.as_tensor(beta, dtype=torch.float64).detach().expand(tuple(shape)).contiguous()
         x, y = torch._standard_gamma(a, generator), torch._standard_gamma(b, generator)
         return (x / (x + y)).to(dtype)
 
     def extra_repr(self) -> str:
+        if self.kind == "beta" and self.learn:
+            return f"kind=beta, learned, init alpha={self.alpha:g}, beta={self.beta:g}"
         if self.kind == "beta":
             return f"kind=beta, alpha={self.alpha:g}, beta={self.beta:g}"
         return f"kind={self.kind}"
