@@ -9,7 +9,7 @@ import torch
 from torch import nn
 
 from unmix.errors import ConfigError
-from unmix.models.conv import ConvBackbone, ConvDecoder, ImageEncoder
+from unmix.models.conv import BroadcastDecoder, ConvBackbone, ConvDecoder, ImageEncoder
 from unmix.models.heads import BoxHead, SigmoidBoxHead
 
 
@@ -171,3 +171,48 @@ def test_bf16_autocast_keeps_the_output_layer_and_head_in_float32(hidden_mult):
     assert all(o == b16 for _, o in seen[:-1])
     assert z.dtype == f32
     assert 0 < (z - enc(x)).abs().max() < 0.05
+
+
+# ------------------------------------------------------------------ spatial-broadcast decoder
+def _broadcast_pixel_loop(dec: BroadcastDecoder, z: torch.Tensor) -> torch.Tensor:
+    """Slow reference: the module's MLP applied to [z, column, row] pixel by pixel."""
+    s = dec.image_size
+    w_in = torch.cat([dec.latent_in.weight, dec.coord_in.weight], 1)  # acts on [z, c_col, c_row]
+    out = torch.empty(z.shape[0], dec.out_channels, s, s, dtype=torch.float64)
+    for b in range(z.shape[0]):
+        for i in range(s):
+            for j in range(s):
+                inp = torch.cat([z[b], torch.tensor([-1 + 2 * j / (s - 1), -1 + 2 * i / (s - 1)])])
+                h = w_in.double() @ inp.double() + dec.latent_in.bias.double()
+                for m in dec.body:
+                    if isinstance(m, nn.Linear):
+                        h = m.weight.double() @ h + m.bias.double()
+                    else:
+                        h = nn.functional.leaky_relu(h, m.negative_slope)
+                out[b, :, i, j] = h + 0.5
+    return out
+
+
+def test_broadcast_decoder_is_one_mlp_of_latent_and_pixel_coordinates():
+    torch.manual_seed(0)
+    dec = BroadcastDecoder(3, out_channels=2, image_size=8, width=5, layers=3)
+    z = torch.randn(2, 3)
+    got = dec(z)
+    assert got.shape == (2, 2, 8, 8)
+    torch.testing.assert_close(got.double(), _broadcast_pixel_loop(dec, z), rtol=1e-5, atol=1e-5)
+    assert [m.out_features for m in dec.body if isinstance(m, nn.Linear)] == [5, 2]
+
+
+def test_broadcast_decoder_samples_gradients_and_bad_arguments():
+    torch.manual_seed(1)
+    dec = BroadcastDecoder(4, image_size=16)
+    z = torch.randn(6, 4)
+    full = dec(z)
+    torch.testing.assert_close(full[2:3], dec(z[2:3]), rtol=1e-6, atol=1e-6)
+    full.square().sum().backward()
+    assert all(p.grad is not None and p.grad.abs().sum() > 0 for p in dec.parameters())
+    for kwargs, words in [({"layers": 1}, "layers"), ({"width": 0}, "width")]:
+        with pytest.raises(ConfigError, match=words):
+            BroadcastDecoder(4, **kwargs)
+    with pytest.raises(ConfigError, match="shape"):
+        dec(torch.randn(2, 5))

@@ -267,6 +267,7 @@ def vae_setting(**over) -> Setting:
         ({"model.kind": "mlp", "model.vae": None}, "go together"),
         ({"model.vae.prior_alpha": 2.0}, "prior_alpha"),
         ({"model.vae.learn_prior": True}, "learn_prior"),
+        ({"model.vae.decoder": "broadcast"}, "backbone: conv"),
         ({"model.vae.gamma2": -1.0}, "gamma2"),
         ({"model.vae.learn_gamma": True, "model.vae.gamma2_warmup_steps": 3}, "warm-up"),
         ({"model.vae.decoder": "ground_truth", "mixing.kind": "identity"}, "ground_truth"),

@@ -85,7 +85,10 @@ class VAESpec(SpecBase):
       (``prior_alpha``, ``prior_beta``), as paper 004's code does on Sprites (``fix_prior: false``).
     * ``gamma2``: the decoder precision γ² of p(x|z) = N(f(z), γ⁻² I) (its variance is 1/γ²);
       ``learn_gamma: true`` makes log γ² a trained parameter initialised at ``gamma2``.
-    * ``decoder``: ``mlp`` (learned, widths ``model.hidden``) or ``ground_truth`` (fixed to the
+    * ``decoder``: ``mlp`` (learned, widths ``model.hidden``; with ``backbone: conv`` the mirrored
+      transposed-conv decoder), ``broadcast`` (images only: the spatial-broadcast decoder
+      :class:`~unmix.models.conv.BroadcastDecoder`, one MLP of the latent and each pixel's
+      coordinates, an unmix choice for single-object images) or ``ground_truth`` (fixed to the
       setting's mixing, so only the encoder trains — paper 004, Sec. 4.2 / Fig. 4).
     * ``gamma2_warmup_steps`` > 0 (an unmix optimisation choice, not the paper's): log γ² rises
       linearly from log ``gamma2_start`` to log ``gamma2`` over the first that many training steps
@@ -98,7 +101,7 @@ class VAESpec(SpecBase):
     gamma2: float = Field(default=1e5, gt=0, le=1e12, description="decoder precision γ² > 0")
     learn_gamma: bool = False
     learn_prior: bool = False
-    decoder: Literal["mlp", "ground_truth"] = "mlp"
+    decoder: Literal["mlp", "broadcast", "ground_truth"] = "mlp"
     gamma2_warmup_steps: int = Field(default=0, ge=0)
     gamma2_start: float = Field(default=100.0, gt=0)
 
@@ -144,6 +147,11 @@ class VAEModelSpec(SpecBase):
             raise ValueError(
                 f"with backbone {self.backbone} 'hidden' lists at most one layer after the "
                 f"backbone (e.g. [10]); got {list(self.hidden)}"
+            )
+        if self.vae.decoder == "broadcast" and self.backbone != "conv":
+            raise ValueError(
+                "vae.decoder: broadcast draws images pixel by pixel and goes with backbone: conv; "
+                f"got backbone: {self.backbone} (use vae.decoder: mlp)"
             )
         return self
 
@@ -223,7 +231,7 @@ def vae(
     dim, v = out_dim, vae
     nets: dict[str, object] = {}
     if backbone == "conv":
-        from unmix.models.conv import ConvDecoder, ImageEncoder
+        from unmix.models.conv import BroadcastDecoder, ConvDecoder, ImageEncoder
 
         shape = image_shape
         nets["encoder_net"] = nn.Sequential(
@@ -236,8 +244,9 @@ def vae(
                 space="unbounded",
             ),
         )
+        draw = BroadcastDecoder if v.decoder == "broadcast" else ConvDecoder
         nets["decoder_net"] = nn.Sequential(
-            ConvDecoder(dim, out_channels=shape[0], image_size=shape[1]), nn.Flatten(1)
+            draw(dim, out_channels=shape[0], image_size=shape[1]), nn.Flatten(1)
         )
         nets["obs_dim"] = shape[0] * shape[1] * shape[2]
     return GaussianVAE(

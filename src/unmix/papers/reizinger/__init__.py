@@ -30,6 +30,7 @@ SPRITES_SMOKE: dict[str, Any] = {
     "train.eval_every": 4,
     "train.checkpoint_every": 4,
     "train.eval_samples": 32,
+    "model.vae.decoder": "broadcast",  # the quick recipe's decoder, exercised end to end
 }
 
 
