@@ -138,6 +138,21 @@ def test_image_vae_has_conv_nets_and_flat_observations():
     assert {"mcc", "c_ima", "mcc_factor3"} <= scores.keys()
 
 
+def test_image_vae_takes_the_broadcast_decoder():
+    from unmix.models.conv import BroadcastDecoder, ConvDecoder
+
+    s = load_with_budget("reizinger-fig5", "smoke")  # the quick recipe's decoder
+    assert isinstance(
+        Experiment.build(s.replace(**{"model.vae.decoder": "mlp"})).encoder.decoder[0], ConvDecoder
+    )
+    exp = Experiment.build(s)
+    assert isinstance(exp.encoder.decoder[0], BroadcastDecoder)
+    x = exp.mixing(exp.process.sample(3, torch.Generator().manual_seed(0)))
+    mu, _ = exp.encoder.encode(x)
+    assert exp.encoder.decode(mu).shape == x.shape == (3, 3 * 32 * 32)
+    assert {"mcc", "c_ima"} <= exp.evaluate(exp.eval_data(16)).keys()
+
+
 def test_fig5_latents_are_the_reference_data_sets_beta_shapes():
     # the reference's draw: NumPy's legacy generator at its data seed 1, 8 numbers U(2, 15) read as
     # (α, β) pairs of x, y, scale, hue (docstring of FIG5_DATA_SHAPES)
