@@ -216,10 +216,11 @@ against 1.5–1.8 at data seeds 0–2, ``benchmarks/sprites_signal.py``), so Fig
 rather than a fresh draw per data seed; ``latent.marginal.shape_range=[2,15]
 latent.marginal.shapes=null`` restores the per-seed draw."""
 FIG5_PRIOR = (2.0, 2.0)
-"""Where the VAE's learned Beta prior starts. Paper 004 says 'Beta prior' without parameters; every
-Sprites sweep of its code sets ``model.fix_prior: false``, which learns one shape pair per latent
+"""Where the VAE's learned Beta prior starts. Paper 004 says 'Beta prior' without parameters; the
+Sprites sweeps of its code (all from Apr 29, 2022 on) set ``model.fix_prior: false``, which learns
+one shape pair per latent
 (there ``α = |a| + 2`` from a small network of a constant input, so near (2, 2) at the start;
-unmix learns log α, log β, ``model.vae.learn_prior``). It is the paper's setting, not a fix for
+unmix learns log α, log β, ``model.vae.learn_prior``). It is the reference's setting, not a fix for
 the quick budget: with the conv decoder, seed 0's x and y latents come out unmixed (MCC 0.95 /
 0.93 against 0.76 / 0.65 fixed at (2, 2), ``model.vae.learn_prior=false``) but seed 2's mixed
 (0.72 / 0.68); the medians over three seeds do not rise (docs/images.md)."""
