@@ -8,7 +8,9 @@ the latent that the factor does not explain, monotone or not. It prints, per fac
 * ``r``: the latent's correlation with the factor (the MCC entry);
 * ``resid sd / sd``: the residual's spread against the latent's (0: a function of the factor);
 * for every factor j, the residual's correlation with f_j and with (f_j − mean f_j)², so that a
-  latent that also reads, say, the distance from the mean position shows up in the squares.
+  latent that also reads, say, the distance from the mean position shows up in the squares;
+* for a VAE with a learned Beta prior (``model.vae.learn_prior``), the matched latent's learned
+  shapes (α, β).
 
 The sprites are fresh draws of the run's own latent process (``--n``, seed ``--seed``), not its
 evaluation set. Run (one thread, seconds):
@@ -37,6 +39,10 @@ def latent_residuals(run_dir: str, n: int, bins: int, seed: int) -> list[dict]:
         getattr(exp.mixing, "renderer", None), "factor_names", None
     )
     names = list(named or [f"f{j}" for j in range(d)])[:d]
+    prior = getattr(exp.encoder, "prior", None)
+    learned = None
+    if getattr(prior, "learn", False):
+        learned = [t.detach().double().numpy() for t in prior.shapes()[:2]]
     rows = []
     for k in range(d):
         j_lat = int(np.argmax(np.abs(corr[k])))
@@ -57,6 +63,7 @@ def latent_residuals(run_dir: str, n: int, bins: int, seed: int) -> list[dict]:
                 "with_f": with_f,
                 "with_sq": with_sq,
                 "names": names,
+                "prior": None if learned is None else (learned[0][j_lat], learned[1][j_lat]),
             }
         )
     return rows
@@ -73,14 +80,18 @@ def main() -> None:
     rows = latent_residuals(args.run_dir, args.n, args.bins, args.seed)
     names = rows[0]["names"]
     head = " | ".join(f"resid~{m} | resid~({m}−mean)²" for m in names)
-    print(f"| factor | latent | r | resid sd / sd | {head} |")
-    print("|" + "---|" * (4 + 2 * len(names)))
+    learned = rows[0]["prior"] is not None
+    extra = " learned prior (α, β) |" if learned else ""
+    print(f"| factor | latent | r | resid sd / sd | {head} |{extra}")
+    print("|" + "---|" * (4 + 2 * len(names) + learned))
     for r in rows:
         cells = " | ".join(
             f"{a:+.2f} | {b:+.2f}" for a, b in zip(r["with_f"], r["with_sq"], strict=True)
         )
+        shapes = f" ({r['prior'][0]:.2f}, {r['prior'][1]:.2f}) |" if learned else ""
         print(
             f"| {r['factor']} | {r['latent']} | {r['r']:+.3f} | {r['resid_ratio']:.2f} | {cells} |"
+            + shapes
         )
 
 

@@ -565,9 +565,8 @@ class VAEEncoder(_TorchEncoder):
                 spec, init, in_dim=n_features, out_dim=dim, image_shape=None, mixing=None
             )
         else:  # the same VAE with observations of another dimension than the latents
-            from unmix.models.vae import GaussianVAE, VAEPrior
+            from unmix.models.vae import GaussianVAE
 
-            v = spec.vae
             with torch.random.fork_rng(devices=[]):
                 torch.manual_seed(init)
                 model = GaussianVAE(
@@ -575,14 +574,8 @@ class VAEEncoder(_TorchEncoder):
                     obs_dim=n_features,
                     hidden=spec.hidden,
                     negative_slope=spec.negative_slope,
-                    prior=VAEPrior(
-                        v.prior,
-                        v.prior_alpha if v.prior == "beta" else 1.0,
-                        v.prior_beta if v.prior == "beta" else 1.0,
-                        learn=v.learn_prior,
-                        dim=dim,
-                    ),
-                    gamma2=v.gamma2,
+                    prior=spec.vae.build_prior(dim),
+                    gamma2=spec.vae.gamma2,
                 )
         return model, self._objective()
 

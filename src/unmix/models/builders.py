@@ -124,6 +124,19 @@ class VAESpec(SpecBase):
             )
         return self
 
+    def build_prior(self, dim: int) -> nn.Module:
+        """The :class:`~unmix.models.vae.VAEPrior` these fields describe, for ``dim`` latents."""
+        from unmix.models.vae import VAEPrior
+
+        beta = self.prior == "beta"
+        return VAEPrior(
+            self.prior,
+            self.prior_alpha if beta else 1.0,
+            self.prior_beta if beta else 1.0,
+            learn=self.learn_prior,
+            dim=dim,
+        )
+
 
 class VAEModelSpec(SpecBase):
     """Paper 004's Gaussian VAE: an encoder x → (mean, log-variance) and a decoder z → x with
@@ -226,7 +239,7 @@ def vae(
 ) -> nn.Module:
     """Paper 004's :class:`~unmix.models.vae.GaussianVAE`; its decoder is the (frozen) mixing
     itself when ``vae.decoder`` is ``ground_truth``."""
-    from unmix.models.vae import GaussianVAE, VAEPrior
+    from unmix.models.vae import GaussianVAE
 
     dim, v = out_dim, vae
     nets: dict[str, object] = {}
@@ -254,13 +267,7 @@ def vae(
         **nets,
         hidden=hidden,
         negative_slope=negative_slope,
-        prior=VAEPrior(
-            v.prior,
-            v.prior_alpha if v.prior == "beta" else 1.0,
-            v.prior_beta if v.prior == "beta" else 1.0,
-            learn=v.learn_prior,
-            dim=dim,
-        ),
+        prior=v.build_prior(dim),
         gamma2=v.gamma2,
         learn_gamma=v.learn_gamma,
         decoder=mixing if v.decoder == "ground_truth" else None,

@@ -91,6 +91,13 @@ def check_image_batch(x, channels: int, size: int | None, owner: str) -> None:
         )
 
 
+def check_latent_batch(z, dim: int, owner: str) -> None:
+    """Raise :class:`ConfigError` unless ``z`` is a ``(B, dim)`` tensor (a decoder's input)."""
+    if not isinstance(z, torch.Tensor) or z.dim() != 2 or z.shape[1] != dim:
+        got = tuple(z.shape) if isinstance(z, torch.Tensor) else type(z).__name__
+        raise ConfigError(f"{owner}: input z must have shape (B, {dim}), got {got}.")
+
+
 class ConvBackbone(nn.Module):
     """Strided-conv feature extractor ``(B, C, H, H) → (B, feature_dim)``; see the module doc."""
 
@@ -222,11 +229,7 @@ class ConvDecoder(nn.Module):
         self.deconv = nn.Sequential(*stages)
 
     def forward(self, z: torch.Tensor) -> torch.Tensor:
-        if not isinstance(z, torch.Tensor) or z.dim() != 2 or z.shape[1] != self.latent_dim:
-            got = tuple(z.shape) if isinstance(z, torch.Tensor) else type(z).__name__
-            raise ConfigError(
-                f"ConvDecoder: input z must have shape (B, {self.latent_dim}), got {got}."
-            )
+        check_latent_batch(z, self.latent_dim, "ConvDecoder")
         h = self.fc(z).view(z.shape[0], self.channels[0], self.base_side, self.base_side)
         return self.deconv(h) + 0.5
 
@@ -270,11 +273,7 @@ class BroadcastDecoder(nn.Module):
         self.body = nn.Sequential(*body)
 
     def forward(self, z: torch.Tensor) -> torch.Tensor:
-        if not isinstance(z, torch.Tensor) or z.dim() != 2 or z.shape[1] != self.latent_dim:
-            got = tuple(z.shape) if isinstance(z, torch.Tensor) else type(z).__name__
-            raise ConfigError(
-                f"BroadcastDecoder: input z must have shape (B, {self.latent_dim}), got {got}."
-            )
+        check_latent_batch(z, self.latent_dim, "BroadcastDecoder")
         h = self.latent_in(z)[:, None, :] + self.coord_in(self.coords)[None]  # (B, S·S, width)
         out = self.body(h) + 0.5  # (B, S·S, C)
         s = self.image_size

@@ -194,11 +194,11 @@ class VAEPrior(nn.Module):
             return -0.5 * (mu * mu + logvar.exp()) - 0.5 * math.log(2 * math.pi)
         if not self.learn:
             return gauss_hermite_expectation(self.log_prob_u, mu, logvar)
-        # log p_U is linear in the (per-latent) shapes: quadrature of the two softplus terms.
+        # log p_U is linear in the (per-latent) shapes, and softplus(-u) = softplus(u) - u, so
+        # E[log p_U] = -(α + β) E[softplus(u)] + α μ - log B(α, β): one quadrature.
         a, b, log_b = self.shapes()
-        e_neg = gauss_hermite_expectation(lambda v: F.softplus(-v), mu, logvar)
-        e_pos = gauss_hermite_expectation(F.softplus, mu, logvar)
-        return -a * e_neg - b * e_pos - log_b
+        e_sp = gauss_hermite_expectation(F.softplus, mu, logvar)
+        return -(a + b) * e_sp + a * mu - log_b
 
     def posterior_mean(self, mu: torch.Tensor, logvar: torch.Tensor) -> torch.Tensor:
         r""":math:`\mathbb E_q[z_k] = \mathbb E_q[h(u_k)]`: ``mu`` (gaussian) or the logit-normal
