@@ -198,3 +198,24 @@ def test_an_unfinished_run_of_another_setting_is_kept_aside_not_refused(tmp_path
     assert fresh.error is None and fresh.summary["resumed_from_step"] is None
     (kept,) = list(tmp_path.glob("run.stale-*"))
     assert (kept / runs.CHECKPOINT).exists()
+
+
+def _raise_training_error(job):
+    from unmix.errors import TrainingError
+
+    raise TrainingError("'tiny' diverged at step 7: the loss became nan; set train.grad_clip.")
+
+
+def _raise_key_error(job):
+    raise KeyError("a bug")
+
+
+def test_unmix_errors_are_reported_in_one_line_other_errors_with_their_traceback(tmp_path):
+    jobs = [Job(sweep_jobs.tiny(), tmp_path / "a"), Job(sweep_jobs.tiny(), tmp_path / "b")]
+    (own,) = run_jobs(jobs[:1], workers=1, run_fn=_raise_training_error)
+    assert own.summary is None
+    assert own.error == (
+        "TrainingError: 'tiny' diverged at step 7: the loss became nan; set train.grad_clip."
+    )
+    (bug,) = run_jobs(jobs[1:], workers=1, run_fn=_raise_key_error)
+    assert bug.error.startswith("KeyError: 'a bug'\n") and "Traceback" in bug.error

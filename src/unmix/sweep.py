@@ -41,7 +41,7 @@ from pathlib import Path
 from typing import Any
 
 from unmix import runs
-from unmix.errors import ConfigError
+from unmix.errors import ConfigError, UnmixError
 from unmix.settings import Setting
 
 #: torch threads per job when ``run_jobs`` is not told otherwise
@@ -155,7 +155,9 @@ def _safe_run(
             return (run_fn or train_job)(job), None, False
     except runs.RunLocked as err:
         return None, str(err), True
-    except Exception as err:  # reported per job; the sweep goes on
+    except UnmixError as err:  # unmix's own errors are one readable line: no traceback
+        return None, f"{type(err).__name__}: {err}", False
+    except Exception as err:  # reported per job, with where it came from; the sweep goes on
         return None, f"{type(err).__name__}: {err}\n{traceback.format_exc(limit=3)}", False
     finally:
         torch.set_num_threads(before)
