@@ -200,3 +200,22 @@ def test_report_only_writes_the_finished_runs_and_trains_nothing(tmp_path):
     assert sorted(p for p in after if p.parts[0] != "smoke" or len(p.parts) > 2) == [
         p for p in before if p.parts[0] != "smoke" or len(p.parts) > 2
     ]  # no run trained, none moved (only the report files are new)
+
+
+def test_a_report_names_the_runs_that_failed(tmp_path, monkeypatch):
+    """A run that fails (here: diverged) is left out of the numbers and named in the report."""
+    import unmix.reproduce as rep
+    from unmix.sweep import JobOutcome
+
+    real = rep.run_jobs
+
+    def first_one_fails(jobs, **kw):
+        err = "TrainingError: 'reizinger-fig5' diverged at step 3: the loss became nan."
+        return [JobOutcome(jobs[0], None, error=err), *real(jobs[1:], **kw)]
+
+    monkeypatch.setattr(rep, "run_jobs", first_one_fails)
+    report = rep.reproduce("reizinger-fig5", "smoke", seeds=2, out=tmp_path)
+    assert len(report.rows) == 1 and len(report.failures) == 1
+    md = (tmp_path / "smoke" / "reizinger-fig5.md").read_text()
+    assert "**Partial report**: 1 of 2 planned runs finished; failed: reizinger-fig5" in md
+    assert "diverged at step 3" in md.split("Partial report")[1]

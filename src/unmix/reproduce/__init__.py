@@ -187,6 +187,12 @@ def reproduce(
             f"\n\n**Partial report** (`--report-only`): {len(rows)} of {len(items)} planned runs "
             f"finished; not yet finished: {', '.join(missing)}.\n"
         )
+    elif failures:
+        failed = "; ".join(f.splitlines()[0] for f in failures)
+        md += (
+            f"\n\n**Partial report**: {len(rows)} of {len(items)} planned runs finished; "
+            f"failed: {failed}.\n"
+        )
     write_report(folder, target, rows, md)
     if tensorboard:
         from unmix.tracking import write_report_figures
