@@ -94,7 +94,9 @@ def test_a_user_paper_reproduces_and_a_killed_worker_fails_only_its_run(tmp_path
         result = runner.invoke(app, args)
         assert result.exit_code == 1, result.output  # one failed run → exit 1, report written
         md = (out / "smoke" / "my-table.md").read_text()
-        assert "my-row-ok " in md and "my-row-ok2" in md and "my-row-dies" not in md
+        table, note = md.split("**Partial report**: 2 of 3 planned runs finished; failed: ")
+        assert "my-row-ok " in table and "my-row-ok2" in table and "my-row-dies" not in table
+        assert note.startswith("my-row-dies/") and "SIGKILL" in note  # named beneath the table
         assert "my-row-dies" in result.output and "SIGKILL" in result.output
         for name in ("my-row-ok", "my-row-ok2"):
             summary = json.loads((out / "smoke" / name / "seed0" / "summary.json").read_text())

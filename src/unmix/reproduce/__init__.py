@@ -188,7 +188,7 @@ def reproduce(
             f"finished; not yet finished: {', '.join(missing)}.\n"
         )
     elif failures:
-        failed = "; ".join(f.splitlines()[0] for f in failures)
+        failed = "; ".join(f.splitlines()[0].rstrip(".") for f in failures)
         md += (
             f"\n\n**Partial report**: {len(rows)} of {len(items)} planned runs finished; "
             f"failed: {failed}.\n"
