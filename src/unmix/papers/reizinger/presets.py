@@ -247,7 +247,8 @@ is 0.91 (x / y / scale / hue medians 0.91 / 0.94 / 0.56 / 0.91 against 0.95 / 0.
 docs/images.md). It costs ≈ 2.5× the conv decoder's time a run (25 against 10 CPU-minutes). The
 ``paper`` budget keeps the paper's conv decoder. Longer is better up to 12,000 steps (medians 0.935 /
 0.947 / 0.845 / 0.968), but at this constant lr without ``train.grad_clip`` all three seeds diverged
-or collapsed between 12,797 and 16,000 steps; runs longer than the recipe should clip."""
+or collapsed between 12,797 and 16,000 steps. Resumed with ``train.grad_clip=10``, both diverged
+runs went past that point; with 200, one of them did not (docs/images.md)."""
 
 
 def _fig5_setting() -> Setting:
