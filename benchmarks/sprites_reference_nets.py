@@ -31,39 +31,24 @@ from unmix.registry import MODELS
 _UNMIX_VAE = MODELS.entry("vae").factory
 
 
+def _relu_after(layers: list[nn.Module]) -> list[nn.Module]:
+    """``layers`` with a ReLU after each one."""
+    return [m for layer in layers for m in (layer, nn.ReLU())]
+
+
 def reference_nets(d: int) -> tuple[nn.Sequential, nn.Sequential]:
     """The reference's Sprites encoder ``(B, 3·64·64) → (B, 2d)`` and decoder ``(B, d) → (B, 3·64·64)``."""
     encoder = nn.Sequential(
         nn.Unflatten(1, (3, 64, 64)),
-        nn.Conv2d(3, 32, 4, 2, 1),
-        nn.ReLU(),
-        nn.Conv2d(32, 32, 4, 2, 1),
-        nn.ReLU(),
-        nn.Conv2d(32, 32, 4, 2, 1),
-        nn.ReLU(),
-        nn.Conv2d(32, 32, 4, 2, 1),
-        nn.ReLU(),
+        *_relu_after([nn.Conv2d(3, 32, 4, 2, 1), *(nn.Conv2d(32, 32, 4, 2, 1) for _ in range(3))]),
         nn.Flatten(1),
-        nn.Linear(512, 256),
-        nn.ReLU(),
-        nn.Linear(256, 256),
-        nn.ReLU(),
+        *_relu_after([nn.Linear(512, 256), nn.Linear(256, 256)]),
         nn.Linear(256, 2 * d),
     )
     decoder = nn.Sequential(
-        nn.Linear(d, 256),
-        nn.ReLU(),
-        nn.Linear(256, 256),
-        nn.ReLU(),
-        nn.Linear(256, 512),
-        nn.ReLU(),
+        *_relu_after([nn.Linear(d, 256), nn.Linear(256, 256), nn.Linear(256, 512)]),
         nn.Unflatten(1, (32, 4, 4)),
-        nn.ConvTranspose2d(32, 32, 4, 2, 1),
-        nn.ReLU(),
-        nn.ConvTranspose2d(32, 32, 4, 2, 1),
-        nn.ReLU(),
-        nn.ConvTranspose2d(32, 32, 4, 2, 1),
-        nn.ReLU(),
+        *_relu_after([nn.ConvTranspose2d(32, 32, 4, 2, 1) for _ in range(3)]),
         nn.ConvTranspose2d(32, 3, 4, 2, 1),
         nn.Flatten(1),
     )

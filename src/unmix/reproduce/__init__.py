@@ -179,19 +179,19 @@ def reproduce(
     rows, failures = collect_rows([run.label for run, *_ in items], outcomes, row)
     folder = report_dir(out, budget)
     md = tgt.report(rows, folder, budget, seeds)
-    if report_only and failures:
-        missing = [
-            run.label for (run, *_), oc in zip(items, outcomes, strict=True) if not oc.summary
-        ]
+    if failures:  # named beneath the table: not yet finished (--report-only) or failed
+        if report_only:
+            head = " (`--report-only`)"
+            done = zip(items, outcomes, strict=True)
+            which = "not yet finished: " + ", ".join(
+                r.label for (r, *_), o in done if not o.summary
+            )
+        else:
+            head = ""
+            which = "failed: " + "; ".join(f.splitlines()[0].rstrip(".") for f in failures)
         md += (
-            f"\n\n**Partial report** (`--report-only`): {len(rows)} of {len(items)} planned runs "
-            f"finished; not yet finished: {', '.join(missing)}.\n"
-        )
-    elif failures:
-        failed = "; ".join(f.splitlines()[0].rstrip(".") for f in failures)
-        md += (
-            f"\n\n**Partial report**: {len(rows)} of {len(items)} planned runs finished; "
-            f"failed: {failed}.\n"
+            f"\n\n**Partial report**{head}: {len(rows)} of {len(items)} planned runs finished; "
+            f"{which}.\n"
         )
     write_report(folder, target, rows, md)
     if tensorboard:
