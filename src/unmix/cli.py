@@ -446,15 +446,7 @@ class _SweepProgress:
         self.bar = None
 
     def start(self, jobs, workers: int) -> None:
-        from rich.progress import (
-            BarColumn,
-            MofNCompleteColumn,
-            Progress,
-            TextColumn,
-            TimeElapsedColumn,
-            TimeRemainingColumn,
-        )
-
+        from unmix.progress import progress_bar
         from unmix.sweep import needs_training
 
         todo = sum(needs_training(j) for j in jobs)
@@ -465,16 +457,7 @@ class _SweepProgress:
             secs = estimate_seconds(jobs, workers)
             msg += f"; estimated ≈ {secs / 60:.0f} min with {workers} worker(s)"
         err_console.print(msg, markup=False, highlight=False)
-        self.bar = Progress(
-            TextColumn("runs"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TimeElapsedColumn(),
-            TextColumn("ETA"),
-            TimeRemainingColumn(),
-            console=err_console,
-            transient=True,
-        )
+        self.bar = progress_bar("runs", console=err_console, transient=True)
         self.task = self.bar.add_task("runs", total=len(jobs))
         self.bar.start()
 

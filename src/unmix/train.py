@@ -489,25 +489,15 @@ def _resume_changes(old: Setting, new: Setting, path: Path) -> dict[str, list[An
 
 class _Bar:
     def __init__(self, total: int, start: int, name: str) -> None:
-        from rich.console import Console
-        from rich.progress import (
-            BarColumn,
-            MofNCompleteColumn,
-            Progress,
-            TextColumn,
-            TimeRemainingColumn,
-        )
+        from rich.progress import TextColumn
 
-        self.progress = Progress(
-            TextColumn("[bold]{task.description}"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TimeRemainingColumn(),
+        from unmix.progress import progress_bar
+
+        self.progress = progress_bar(
+            "[bold]{task.description}",
             TextColumn(
                 "loss {task.fields[loss]:.4f}  R² {task.fields[r2]}  MCC {task.fields[mcc]}"
             ),
-            transient=False,
-            console=Console(stderr=True),  # stdout stays for results (and --json)
         )
         self.task = self.progress.add_task(
             name, total=total, completed=start, loss=float("nan"), r2="–", mcc="–"

@@ -206,10 +206,14 @@ def test_bad_arguments(tmp_path):
         store.images(torch.tensor([0.5]))
 
 
-def test_progress_bar_does_not_change_the_result(tmp_path):
+def test_progress_bar_does_not_change_the_result_and_stays_off_stdout(tmp_path, capfd):
     z = _latents(n=9)
     a = write_image_store(tmp_path / "a", z, cheap_render, chunk=4, progress=True)
+    out, err = capfd.readouterr()
+    assert out == ""  # stdout is for results (a caller may pipe it)
+    assert "rendering images" in err and "9/9" in err
     b = write_image_store(tmp_path / "b", z, cheap_render, chunk=4, progress=False)
+    assert capfd.readouterr() == ("", "")
     assert torch.equal(a.images(range(9)), b.images(list(range(9))))
 
 

@@ -565,22 +565,9 @@ def _write_image_store(
 
 class _Bar:
     def __init__(self, total: int, start: int) -> None:
-        from rich.progress import (
-            BarColumn,
-            MofNCompleteColumn,
-            Progress,
-            TextColumn,
-            TimeElapsedColumn,
-            TimeRemainingColumn,
-        )
+        from unmix.progress import progress_bar
 
-        self.progress = Progress(
-            TextColumn("[bold]rendering images"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TimeElapsedColumn(),
-            TimeRemainingColumn(),
-        )
+        self.progress = progress_bar("[bold]rendering images")
         self.task = self.progress.add_task("render", total=total, completed=start)
         self.progress.start()
 
