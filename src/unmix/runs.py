@@ -4,7 +4,8 @@ A run directory holds::
 
     config.yaml     the full validated setting (seeds included) — rerun with `unmix train config.yaml`
     manifest.json   package versions, git commit, platform, device, seeds, start/end times
-    metrics.csv     one row per evaluation: step, loss, lr, r2, r2_in_sample, mcc, elapsed_s, cpu_s …
+    metrics.csv     one row per evaluation: step, loss, lr, r2, r2_in_sample, mcc, grad_norm_median,
+                    grad_norm_max, elapsed_s, cpu_s …
     summary.json    final numbers (r2, r2_in_sample, mcc, …), timings, seeds, status
     checkpoint.pt   model/optimizer/scheduler/RNG state for --resume
 

@@ -10,6 +10,7 @@ same numbers as an uninterrupted one.
 from __future__ import annotations
 
 import math
+import statistics
 import time
 import warnings
 from collections.abc import Callable
@@ -202,6 +203,10 @@ def _train(setting, out_dir, device, resume, progress, hooks, provenance) -> Run
             "lr": opt.param_groups[0]["lr"] if opt else 0.0,
             **exp.evaluate(z_eval),  # every metric the setting names
         }
+        if norms:  # the gradient norms (before clipping) of the steps since the last evaluation
+            row["grad_norm_median"] = statistics.median(norms)
+            row["grad_norm_max"] = max(norms)
+            norms.clear()
         row["eval_s"] = time.perf_counter() - t0
         row["elapsed_s"] = elapsed_before + (time.perf_counter() - t_start)
         row["cpu_s"] = cpu_before + (time.process_time() - cpu_start)  # this process, all threads
@@ -260,6 +265,7 @@ def _train(setting, out_dir, device, resume, progress, hooks, provenance) -> Run
     bar = _progress_bar(progress, spec.steps, start_step, setting.name)
     set_progress = getattr(exp.objective, "set_progress", None)
     last_loss = float("nan")
+    norms: list[float] = []
     exp.encoder.train()
     try:
         for step in range(start_step, spec.steps if opt else 0):
@@ -276,6 +282,7 @@ def _train(setting, out_dir, device, resume, progress, hooks, provenance) -> Run
                 norm = _grad_norm(trainable, spec.grad_clip)
                 if not torch.isfinite(norm):
                     bad = f"the gradient became {norm.item()}{_where_non_finite(exp.encoder)}"
+                norms.append(float(norm))
             if bad is not None:  # stop before the step: weights and checkpoint stay finite
                 _diverged(run_dir, setting, history, step, bad, manifest)
             opt.step()
@@ -311,7 +318,16 @@ def _train(setting, out_dir, device, resume, progress, hooks, provenance) -> Run
         **{
             k: v
             for k, v in final.items()
-            if k not in ("step", "lr", "eval_s", "elapsed_s", "cpu_s")
+            if k
+            not in (
+                "step",
+                "lr",
+                "eval_s",
+                "elapsed_s",
+                "cpu_s",
+                "grad_norm_median",
+                "grad_norm_max",
+            )
         },
         "metrics": list(setting.metric_names),
         "seeds": setting.seeds.model_dump(),
