@@ -315,20 +315,7 @@ def _train(setting, out_dir, device, resume, progress, hooks, provenance) -> Run
         "setting": setting.name,
         "status": "finished",
         "steps": spec.steps,
-        **{
-            k: v
-            for k, v in final.items()
-            if k
-            not in (
-                "step",
-                "lr",
-                "eval_s",
-                "elapsed_s",
-                "cpu_s",
-                "grad_norm_median",
-                "grad_norm_max",
-            )
-        },
+        **{k: v for k, v in final.items() if k not in _DIAGNOSTICS},
         "metrics": list(setting.metric_names),
         "seeds": setting.seeds.model_dump(),
         "train_time_s": train_time,
@@ -367,6 +354,11 @@ def _kernels_used(mode: str) -> dict[str, Any]:
     (``[]``: no general-p loss ran)."""
     choice = current_choice()
     return {"setting": mode, "used": sorted(choice.used) if choice is not None else []}
+
+
+_DIAGNOSTICS = ("step", "lr", "eval_s", "elapsed_s", "cpu_s", "grad_norm_median", "grad_norm_max")
+"""Columns of an evaluation row that describe the training, not its result: in ``metrics.csv``,
+left out of ``summary.json``."""
 
 
 def _copy_state(model: torch.nn.Module) -> dict[str, torch.Tensor]:
