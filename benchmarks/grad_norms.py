@@ -3,7 +3,9 @@
 For each run directory it rebuilds the experiment from the run's checkpoint, draws ``--batches``
 training batches of ``--batch-size`` from a generator seeded with ``--seed``, and prints the
 median, smallest and largest global L2 norm of the loss gradient over the model's parameters
-(what ``train.grad_clip`` compares with its threshold). Run (one thread, seconds):
+(what ``train.grad_clip`` compares with its threshold). Training records the same norms as it goes
+(``grad_norm_median``, ``grad_norm_max`` in ``metrics.csv``); this script is for a checkpoint at
+hand, or a run older than those columns. Run (one thread, seconds):
 
     OMP_NUM_THREADS=1 python benchmarks/grad_norms.py RUN_DIR [RUN_DIR ...]
 """
@@ -25,7 +27,7 @@ def grad_norms(run_dir: str, batches: int, batch_size: int, seed: int) -> torch.
     out = []
     for _ in range(batches):
         grads = torch.autograd.grad(exp.loss(gen, batch_size), params, allow_unused=True)
-        out.append(torch.sqrt(sum((g.double() ** 2).sum() for g in grads if g is not None)))
+        out.append(torch.nn.utils.get_total_norm([g for g in grads if g is not None]))
     return torch.stack(out)
 
 

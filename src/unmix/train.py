@@ -279,10 +279,10 @@ def _train(setting, out_dir, device, resume, progress, hooks, provenance) -> Run
                 opt.zero_grad(set_to_none=True)
                 loss.backward()
                 # the gradient's norm (clipped to grad_clip if set): non-finite = diverged
-                norm = _grad_norm(trainable, spec.grad_clip)
-                if not torch.isfinite(norm):
-                    bad = f"the gradient became {norm.item()}{_where_non_finite(exp.encoder)}"
-                norms.append(float(norm))
+                norm = float(_grad_norm(trainable, spec.grad_clip))  # one device sync a step
+                if not math.isfinite(norm):
+                    bad = f"the gradient became {norm}{_where_non_finite(exp.encoder)}"
+                norms.append(norm)
             if bad is not None:  # stop before the step: weights and checkpoint stay finite
                 _diverged(run_dir, setting, history, step, bad, manifest)
             opt.step()
