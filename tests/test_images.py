@@ -232,6 +232,19 @@ def test_every_image_preset_is_valid_at_every_budget():
     assert paper.train.steps == 200_000 and paper.data.n_train == 250_000
 
 
+def test_table4_conditional_scale_is_the_references_at_paper_and_the_measured_one_at_quick():
+    # the reference applies σ = 0.1 to latents in [−1, 1]^10: 0.05 on unmix's unit box
+    from unmix.papers.zimmermann import images
+
+    assert images.TABLE4_SCALE == 0.05 and images.TABLE4_QUICK_SCALE == 0.1
+    for row, kind in ((1, "normal"), (3, "laplace"), (4, "normal")):
+        for budget, scale in (("paper", 0.05), ("quick", 0.1)):
+            c = load_with_budget(f"zimmermann-table4-row{row}", budget).latent.conditional
+            assert (c.kind, c.scale) == (kind, scale)
+    # row 5's positives are augmentations: no conditional to scale, at any budget
+    assert load_with_budget("zimmermann-table4-row5", "quick").latent.conditional is None
+
+
 def test_table4_quick_supervised_column_trains_longer_on_more_images_same_test_split():
     from unmix.resolve import resolve
 

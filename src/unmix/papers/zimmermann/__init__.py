@@ -192,6 +192,8 @@ def budget_rule(setting: Setting, budget: str) -> dict[str, Any] | None:
         quick = dict(images.TABLE4_QUICK)
         if setting.objective.kind == "supervised":
             quick.update(images.TABLE4_QUICK_SUPERVISED)
+        if setting.latent.conditional is not None:
+            quick["latent.conditional.scale"] = images.TABLE4_QUICK_SCALE
         return {
             "smoke": {**images.IMAGE_SMOKE, "data.n_train": 256, "data.n_test": 64},
             "quick": quick,
