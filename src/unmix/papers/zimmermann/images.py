@@ -33,7 +33,8 @@ TABLE4_QUICK_SCALE = 0.1
 """The ``quick`` budget's conditional scale in the unit box: twice :data:`TABLE4_SCALE`, chosen
 before the reference's convention was read, and what every ``quick`` figure of Table 4 in
 docs/images.md was measured at. The positive lies ≈ 0.41 from the anchor at 60,000 images
-against ≈ 0.35 at the paper's scale; docs/images.md compares the two on row 1."""
+against ≈ 0.35 at the paper's scale (``python benchmarks/nearest_latent.py``); the quick recipe at
+the paper's scale is not measured yet."""
 
 TABLE4_PAPER = {
     # (row, conditional, model space, objective) : R² (mean, std), MCC (mean, std), Table 4
