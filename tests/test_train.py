@@ -251,6 +251,24 @@ def test_shared_negatives_are_drawn_once_per_step_from_the_marginal():
         tiny().replace(**{"objective.negatives": "shared"})
 
 
+def test_a_negatives_queue_changes_the_run_and_resumes_exactly(tmp_path):
+    """negatives: queue — no negatives are drawn (the batch holds pairs only); the queue of
+    earlier features is in the checkpoint, so a run cut at step 10 and resumed ends where the
+    uninterrupted one does."""
+    queue = tiny().replace(**{"objective.negatives": "queue", "objective.n_negatives": 200})
+    exp = Experiment.build(queue)
+    assert exp.batch(16, exp.stream_generator("train/batches")).x_neg is None
+    full = train(queue, tmp_path / "full")
+    assert full.experiment.objective.queued().shape == (200, 3)
+    assert full.summary["loss"] != train(tiny()).summary["loss"]  # the queue's negatives count
+    resumed = _cut_at_20_and_resume(queue, tmp_path / "cut")
+    assert resumed.summary["resumed_from_step"] == 10
+    for key in ("loss", "r2", "mcc"):
+        assert resumed.summary[key] == full.summary[key]
+    with pytest.raises(ConfigError, match="negatives: queue needs n_negatives >= 1"):
+        tiny().replace(**{"objective.negatives": "queue"})
+
+
 def test_identity_model_needs_no_training():
     s = tiny().replace(**{"model.kind": "identity"})
     summary = train(s).summary

@@ -46,8 +46,9 @@ def estimate_memory(setting: Setting) -> dict[str, int]:
             widths = widths + widths[::-1]  # encoder and decoder
         params = sum(a * b for a, b in zip(widths, widths[1:], strict=False))
         out["model.hidden"] = 4 * FLOAT * params  # weights, gradients, two Adam moments
-        m = getattr(setting.objective, "n_negatives", 0)
-        shared = getattr(setting.objective, "negatives", "") == "shared"
+        negatives = getattr(setting.objective, "negatives", "")
+        m = getattr(setting.objective, "n_negatives", 0) if negatives != "queue" else 0
+        shared = negatives == "shared"
         rows = 2 * t.batch_size + (m if shared else t.batch_size * m)
         out["train.batch_size"] = 3 * FLOAT * rows * sum(widths)
         chunk = min(t.eval_samples, 8192)

@@ -231,6 +231,7 @@ def _train(setting, out_dir, device, resume, progress, hooks, provenance) -> Run
                 "step": step,
                 "setting": setting.to_dict(),
                 "encoder": exp.encoder.state_dict(),
+                "objective": exp.objective.state_dict(),  # its own state (a negatives queue)
                 "optimizer": opt.state_dict() if opt else None,
                 "scheduler": sched.state_dict() if sched else None,
                 "generator": gen.get_state(),
@@ -454,6 +455,8 @@ def _restore(path: Path, setting: Setting, exp: Experiment, opt, sched, gen):
     changed = _resume_changes(old, setting, path)
     try:
         exp.encoder.load_state_dict(state["encoder"])
+        if state.get("objective"):  # absent in checkpoints of objectives without state
+            exp.objective.load_state_dict(state["objective"])
         if opt and state["optimizer"]:
             opt.load_state_dict(state["optimizer"])
             sched.load_state_dict(state["scheduler"])

@@ -39,6 +39,8 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
+from unmix.errors import ConfigError
+
 
 @dataclass
 class Batch:
@@ -98,7 +100,27 @@ class Contrastive(Objective):
     ``tau_start`` at the first step to the loss's own τ at ``tau_warmup · total_steps``,
     :math:`\tau_t = \tau\,(\tau_0/\tau)^{1 - t/T_w}`, and stays τ after — the rest of the
     run, and its minimiser, are the loss's own (:mod:`unmix.objectives.infonce`, "Temperature
-    warm-up")."""
+    warm-up").
+
+    ``queue`` > 0 keeps a negatives queue (a memory bank): after each training step's loss the
+    detached features of its ``2B`` images (anchors and positives) enter a first-in-first-out
+    queue of ``queue`` rows, and every later step passes the queue to the loss as its shared
+    negatives (the loss must be built with ``negatives='shared'``; the first step passes none).
+    The queue is the module's extra state (:meth:`get_extra_state`), so it travels in
+    ``state_dict`` and a checkpoint. It is only updated in training mode with gradients on, so
+    an evaluation of the loss does not change it.
+
+    Example::
+
+        >>> import torch
+        >>> from unmix.objectives import InfoNCE
+        >>> obj = Contrastive(InfoNCE(negatives="shared"), queue=6)
+        >>> f = torch.nn.Linear(3, 2)
+        >>> x = torch.randn(4, 3)
+        >>> _ = obj(f, Batch(x=x, x_pos=x + 0.1))
+        >>> obj.queued().shape  # 2B = 8 features, the last 6 kept
+        torch.Size([6, 2])
+    """
 
     def __init__(
         self,
@@ -109,10 +131,22 @@ class Contrastive(Objective):
         align_warmup: float = 0.0,
         tau_start: float | None = None,
         tau_warmup: float = 0.0,
+        queue: int = 0,
     ) -> None:
         super().__init__()
         self.loss = loss
         self.n_negatives = int(n_negatives)
+        self.queue_size = int(queue)
+        if self.queue_size < 0:
+            raise ConfigError(f"'queue' must be a length >= 0, got {queue!r}.")
+        if self.queue_size and (self.n_negatives or not self.shared_negatives):
+            raise ConfigError(
+                "a negatives queue is passed to the loss as its shared negatives: build the loss "
+                "with negatives='shared' and draw no negatives (n_negatives=0)."
+            )
+        self._queue: torch.Tensor | None = None  # (queue_size, n), filled from row 0
+        self._queue_next = 0  # the row the next feature is written to
+        self._queue_filled = 0
         self.align_start = float(align_start)
         self.align_warmup = float(align_warmup)
         self.tau_warmup = float(tau_warmup)
@@ -144,8 +178,54 @@ class Contrastive(Objective):
         shared``): ``batch.x_neg`` is then ``(M, ...)``."""
         return getattr(self.loss, "negatives", None) == "shared"
 
+    # ------------------------------------------------------------------------ negatives queue
+    def queued(self) -> torch.Tensor | None:
+        """The queued features ``(M, n)`` (``M`` ≤ ``queue``; ``None`` before the first step)."""
+        if self._queue is None:
+            return None
+        return self._queue[: self._queue_filled]
+
+    def _enqueue(self, feats: torch.Tensor) -> None:
+        k = self.queue_size
+        feats = feats.detach()[-k:]
+        q = self._queue
+        if q is None or q.shape[1] != feats.shape[1] or q.device != feats.device:
+            q = self._queue = feats.new_zeros(k, feats.shape[1])
+            self._queue_next = self._queue_filled = 0
+        rows = (self._queue_next + torch.arange(len(feats), device=q.device)) % k
+        # out of place: the loss of this step saved the old queue for its backward
+        self._queue = q.index_copy(0, rows, feats.to(q.dtype))
+        self._queue_next = (self._queue_next + len(feats)) % k
+        self._queue_filled = min(k, self._queue_filled + len(feats))
+
+    def get_extra_state(self) -> dict:
+        if not self.queue_size or self._queue is None:
+            return {}
+        return {"queue": self._queue, "next": self._queue_next, "filled": self._queue_filled}
+
+    def set_extra_state(self, state: dict) -> None:
+        if not state:
+            self._queue, self._queue_next, self._queue_filled = None, 0, 0
+            return
+        queue = state["queue"]
+        if not self.queue_size or queue.shape[0] != self.queue_size:
+            raise ConfigError(
+                f"the saved negatives queue has {queue.shape[0]} rows, this objective's has "
+                f"{self.queue_size}."
+            )
+        self._queue = queue.clone()
+        self._queue_next, self._queue_filled = int(state["next"]), int(state["filled"])
+
     def forward(self, model: nn.Module, batch: Batch) -> torch.Tensor:
         b = batch.size
+        if self.queue_size:
+            feats = model(torch.cat([batch.x, batch.x_pos])).float()
+            h, h_pos = feats.split(b)
+            queued = self.queued()
+            loss = self.loss(h, h_pos, feats[:0].detach() if queued is None else queued)
+            if self.training and torch.is_grad_enabled():
+                self._enqueue(feats)
+            return loss
         if self.n_negatives and self.shared_negatives:  # one encoder call for all 2B + M rows
             h, h_pos, h_neg = (
                 model(torch.cat([batch.x, batch.x_pos, batch.x_neg]))

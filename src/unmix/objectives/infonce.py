@@ -50,6 +50,16 @@ the cheap way to more negatives when positives are not the bottleneck. Every sha
 i.i.d. draw from :math:`p_{\text{data}}` independent of the pairs, so each anchor's candidates are
 still its positive and i.i.d. negatives (Eq. 1 with :math:`M' = B - 1 + M`).
 
+``"queue"`` (the registered kinds only, ``objective.negatives: queue``, ``n_negatives: K``) — the
+in-batch candidates plus the features of the last ``K`` images of earlier steps (anchors and
+positives), kept by :class:`unmix.objectives.base.Contrastive` as a first-in-first-out queue and
+passed to the loss as ``"shared"`` negatives, detached (a memory bank; Wu et al. 2018, He et al.
+2020, MoCo, without its momentum encoder). More negatives for almost no compute: the queue's
+``B × K`` logits, no encoder pass. Each queued feature is a draw from :math:`p_{\text{data}}`
+independent of the current pairs, but encoded by the network of up to ``K / 2B`` steps earlier; the
+first step has no queue (in-batch candidates only), and the queue is part of a checkpoint, so a
+resumed run continues exactly. Measured use: Table 4 row 1 (docs/images.md).
+
 ``symmetric=True`` averages the loss with the one in which ``h`` and ``h_pos`` swap roles.
 
 **How the anchors are combined** (``estimator=``): ``"infonce"`` (default) averages the per-anchor
@@ -120,6 +130,9 @@ from unmix.registry import SpecBase, register_objective
 __all__ = ["InfoNCE", "LpInfoNCE"]
 
 NegativesMode = Literal["in_batch", "external", "shared"]
+#: The registered kinds' ``negatives``: the loss module's modes, and ``queue`` (kept by the
+#: objective, passed to the loss as ``shared``).
+SpecNegativesMode = Literal["in_batch", "external", "shared", "queue"]
 EstimatorMode = Literal["infonce", "dv", "decoupled"]
 
 #: Default bound on the elements of one ``(rows, N_b, n)`` difference block of :class:`LpInfoNCE`.
@@ -280,11 +293,12 @@ class _ContrastiveLoss(nn.Module):
             )
         b, n = h.shape
         if self.negatives == "shared":
+            # M = 0 adds no candidates (a negatives queue before its first step is stored)
             ok = isinstance(h_neg, torch.Tensor) and h_neg.ndim == 2 and h_neg.shape[1] == n
-            if not ok or h_neg.shape[0] < 1:
+            if not ok:
                 raise ConfigError(
                     f"{owner} was built with negatives='shared': pass h_neg of shape (M, {n}) "
-                    f"with M >= 1 (negatives shared by every anchor), got "
+                    f"(negatives shared by every anchor), got "
                     f"{tuple(getattr(h_neg, 'shape', ())) if h_neg is not None else None}."
                 )
             if b < 2:
@@ -336,7 +350,7 @@ class _ContrastiveLoss(nn.Module):
             self._fused_kernel(),
             a,
             b,
-            None if self.negatives == "in_batch" else neg,
+            None if self.negatives == "in_batch" or neg is None or not len(neg) else neg,
             torch.stack(extras, dim=1),
             cross=in_batch and self.cross_view_negatives,
             same=in_batch and self.same_view_negatives,
@@ -388,8 +402,7 @@ class _ContrastiveLoss(nn.Module):
                     diag = torch.full_like(pos, float("-inf"))
                 same = self.cross_logits(a, a).diagonal_scatter(diag)
                 lse = torch.logaddexp(lse, _logsumexp(same, dim=1))
-            if self.negatives == "shared":
-                assert neg is not None
+            if self.negatives == "shared" and len(neg):
                 lse = torch.logaddexp(lse, _logsumexp(self.cross_logits(a, neg), dim=1))
         return self._aggregate(lse, pos)
 
@@ -654,11 +667,12 @@ PositiveFloat = Annotated[float, Field(gt=0, le=1e6, allow_inf_nan=False)]
 class _ContrastiveSpec(SpecBase):
     """Fields of both contrastive kinds: temperature τ, where the negatives come from
     (``in_batch``; ``external`` with ``n_negatives`` drawn from p(z) per anchor; ``shared``: the
-    in-batch ones plus ``n_negatives`` drawn once per step for every anchor), and the symmetric
-    loss."""
+    in-batch ones plus ``n_negatives`` drawn once per step for every anchor; ``queue``: the
+    in-batch ones plus the features of the last ``n_negatives`` images of earlier steps), and the
+    symmetric loss."""
 
     tau: PositiveFloat = 1.0
-    negatives: NegativesMode = "in_batch"
+    negatives: SpecNegativesMode = "in_batch"
     n_negatives: Annotated[int, Field(ge=0, le=1_000_000)] = 0
     symmetric: bool = False
     same_view_negatives: bool = False
@@ -672,11 +686,13 @@ class _ContrastiveSpec(SpecBase):
 
     @model_validator(mode="after")
     def _check_negatives(self):
-        if self.negatives in ("external", "shared") and self.n_negatives < 1:
-            raise ValueError(f"negatives: {self.negatives} needs n_negatives >= 1")
+        if self.negatives in ("external", "shared", "queue") and self.n_negatives < 1:
+            what = "the queue's length" if self.negatives == "queue" else "the negatives drawn"
+            raise ValueError(f"negatives: {self.negatives} needs n_negatives >= 1 ({what})")
         if self.negatives == "in_batch" and self.n_negatives:
             raise ValueError(
-                "n_negatives applies to negatives: external or shared; remove it (or set one)"
+                "n_negatives applies to negatives: external, shared or queue; remove it (or set "
+                "one)"
             )
         problem = candidate_set_problem(
             self.negatives, self.cross_view_negatives, self.same_view_negatives, self.include_self
@@ -729,7 +745,8 @@ def _objective(
     **loss_kwargs,
 ):
     """The registered objective around ``cls(**loss_kwargs)``: it draws ``n_negatives`` per step
-    unless the negatives are the batch's own, and warms the positive term up from
+    unless the negatives are the batch's own (or queues that many earlier features,
+    ``negatives='queue'``, passed to the loss as its ``shared`` negatives), and warms the positive term up from
     ``align_start`` over the first ``align_warmup`` of the run, and the temperature from
     ``tau_start`` over the first ``tau_warmup`` (module docstring)."""
     from unmix.objectives.base import Contrastive
@@ -738,10 +755,14 @@ def _objective(
         raise ConfigError(f"'align_start' must be in (0, 1], got {align_start!r}.")
     if tau_warmup > 0:
         _check_tau(tau_start)
+    queue = n_negatives if loss_kwargs.get("negatives") == "queue" else 0
+    if queue:
+        loss_kwargs["negatives"] = "shared"
     loss = cls(**loss_kwargs, align_weight=align_start if align_warmup > 0 else 1.0)
     return Contrastive(
         loss,
-        n_negatives if loss.negatives != "in_batch" else 0,
+        n_negatives if loss.negatives != "in_batch" and not queue else 0,
+        queue=queue,
         align_start=align_start,
         align_warmup=align_warmup,
         tau_start=tau_start if tau_warmup > 0 else None,
@@ -753,7 +774,7 @@ def _objective(
 def infonce(
     *,
     tau: float = 1.0,
-    negatives: NegativesMode = "in_batch",
+    negatives: SpecNegativesMode = "in_batch",
     n_negatives: int = 0,
     symmetric: bool = False,
     same_view_negatives: bool = False,
@@ -789,7 +810,7 @@ def lp_infonce(
     p: float,
     q: float | None = None,
     tau: float = 1.0,
-    negatives: NegativesMode = "in_batch",
+    negatives: SpecNegativesMode = "in_batch",
     n_negatives: int = 0,
     symmetric: bool = False,
     same_view_negatives: bool = False,
