@@ -1,8 +1,10 @@
 import pandas as pd
+import pytest
 from typer.testing import CliRunner
 
 from unmix import papers as presets
 from unmix.cli import app
+from unmix.errors import ConfigError
 from unmix.papers.zimmermann import presets as zimmermann_presets
 from unmix.reproduce import plan
 from unmix.resolve import resolve
@@ -219,3 +221,24 @@ def test_a_report_names_the_runs_that_failed(tmp_path, monkeypatch):
     md = (tmp_path / "smoke" / "reizinger-fig5.md").read_text()
     assert "**Partial report**: 1 of 2 planned runs finished; failed: reizinger-fig5" in md
     assert "diverged at step 3" in md.split("Partial report")[1]
+
+
+def test_overrides_scoped_to_a_column_or_a_row_reach_only_those_runs(tmp_path):
+    # the Supervised column has no negatives: scoped to the unsupervised column, a negatives
+    # override leaves it alone; a row's scope wins over the common value
+    over = {
+        "train.eval_every": 7,
+        "unsupervised:objective.negatives": "queue",
+        "unsupervised:objective.n_negatives": 64,
+        "zimmermann-table4-row1:train.eval_every": 5,
+    }
+    items = plan("zimmermann-table4", "smoke", 1, tmp_path, overrides=over)
+    by = {(run.preset, run.column): resolved.setting for run, resolved, _ in items}
+    sup = by[("zimmermann-table4-row2", "supervised")]
+    assert sup.objective.kind == "supervised" and sup.train.eval_every == 7
+    for (preset, column), s in by.items():
+        if column == "unsupervised":
+            assert (s.objective.negatives, s.objective.n_negatives) == ("queue", 64)
+            assert s.train.eval_every == (5 if preset.endswith("row1") else 7)
+    with pytest.raises(ConfigError, match="scoped to 'identity'.*one of: supervised, unsupervised"):
+        plan("zimmermann-table4", "smoke", 1, tmp_path, overrides={"identity:train.lr": 1e-3})

@@ -368,6 +368,9 @@ def reproduce(
 ):
     """Run a paper's table or figure (skipping finished runs) and write it beside the paper's values.
 
+    An override applies to every run; prefixed with a column or a row it applies to those runs
+    only, e.g. unsupervised:objective.tau=0.5 or zimmermann-table4-row1:train.steps=8000.
+
     Targets: zimmermann-table1, zimmermann-table2, zimmermann-fig2, zimmermann-table3,
     zimmermann-table4, reizinger-fig2, reizinger-fig3, reizinger-fig4, reizinger-fig5 (and any a
     registered paper adds)."""

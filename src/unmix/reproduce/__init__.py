@@ -56,20 +56,49 @@ def plan(
         raise ConfigError(f"--seeds must be a whole number >= 1, got {seeds!r}.")
     # a paper with table columns names every run after its column (…-unsupervised, …-identity)
     has_columns = bool(PAPERS[tgt.paper].columns) if tgt.paper in PAPERS else False
+    planned = tgt.plan(seeds, baselines)
+    common, scoped = split_scoped_overrides(overrides, target, planned)
     items = []
-    for run in tgt.plan(seeds, baselines):
+    for run in planned:
         data_seed = run.seed if run.data_seed is None else run.data_seed
+        mine = {k: v for (scope, k), v in scoped.items() if scope in (run.column, run.preset)}
         resolved = resolve(
             run.preset,
             budget,
             column=run.column if has_columns else None,
             seeds={"data": data_seed, "train": run.seed},
-            overrides=overrides,
+            overrides={**common, **mine},
         )
         run_dir = Path(out) / budget / (run.subdir or f"{run.preset}/seed{run.seed}")
         job = Job(resolved.setting, run_dir, device, provenance=resolved.provenance)
         items.append((run, resolved, job))
     return items
+
+
+def split_scoped_overrides(
+    overrides: dict[str, Any] | None, target: str, planned: list[PlannedRun]
+) -> tuple[dict[str, Any], dict[tuple[str, str], Any]]:
+    """``overrides`` split into those for every run and those scoped to a column or a row: a key
+    ``SCOPE:path`` (``unsupervised:objective.tau``, ``zimmermann-table4-row1:train.steps``)
+    applies to the runs whose column or preset is ``SCOPE``, after the unscoped ones. A scope
+    that names no planned run's column or preset is refused, naming the ones there are."""
+    common: dict[str, Any] = {}
+    scoped: dict[tuple[str, str], Any] = {}
+    columns = sorted({r.column for r in planned if r.column})
+    presets = sorted({r.preset for r in planned})
+    for key, value in (overrides or {}).items():
+        scope, sep, path = key.partition(":")
+        if not sep:
+            common[key] = value
+            continue
+        if scope not in columns and scope not in presets:
+            names = ", ".join(columns + presets)
+            raise ConfigError(
+                f"override '{key}' is scoped to {scope!r}, which is no column or row of "
+                f"{target} in this plan; scope it to one of: {names} (or drop 'SCOPE:')."
+            )
+        scoped[(scope, path)] = value
+    return common, scoped
 
 
 def estimate_seconds(jobs: list[Job], workers: int = 1, probe_steps: int = 2) -> float:
