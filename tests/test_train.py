@@ -636,3 +636,11 @@ def test_metrics_record_the_gradient_norm_before_clipping(tmp_path):
     assert (df["grad_norm_median"] > 0).all()
     summary = json.loads((tmp_path / "two" / runs.SUMMARY).read_text())
     assert "grad_norm_max" not in summary  # a training diagnostic, not a result
+
+
+def test_bench_times_a_queue_objective_as_one_call():
+    from unmix.bench import bench_steps
+
+    queue = tiny().replace(**{"objective.negatives": "queue", "objective.n_negatives": 50})
+    r = bench_steps(queue, batch_size=16, steps=2, warmup=1)
+    assert r.seconds_per_step > 0 and r.stages["forward"] == 0.0  # forward + loss in one call
