@@ -149,6 +149,14 @@ class FiniteData:
             x = self.augment(x.to(device), generator=generator)
         return z.to(device), x.to(device), x_pos.to(device)
 
+    def negatives(self, m: int, generator: torch.Generator, device: torch.device):
+        """``m`` training images drawn uniformly (with replacement) as negatives shared by every
+        anchor of a batch (``objective.negatives: shared``); augmented once each where the
+        positives are augmentations, so that a negative looks like an anchor."""
+        idx = torch.randint(len(self.train), (m,), generator=generator, device=generator.device)
+        x = self.train.images(idx.cpu()).to(device)
+        return self.augment(x, generator=generator) if self.augment is not None else x
+
     def test_images(self, chunk: int):
         """The test split's images in order, in chunks of ``chunk``."""
         n = len(self.test)

@@ -151,7 +151,16 @@ class Experiment:
         obj = self.objective
         if self.data is not None:
             z, x, x_pos = self.data.pairs(batch_size, generator, self.device)
-            return Batch(x=x, z=z, x_pos=x_pos, generator=generator)
+            m = int(getattr(obj, "n_negatives", 0))
+            x_neg = None
+            if m and getattr(obj, "shared_negatives", False):  # M images for every anchor
+                x_neg = self.data.negatives(m, generator, self.device)
+            elif m:
+                raise ConfigError(
+                    "a finite data set draws negatives shared by every anchor only: set "
+                    "objective.negatives: shared (or in_batch / queue)"
+                )
+            return Batch(x=x, z=z, x_pos=x_pos, x_neg=x_neg, generator=generator)
         if not getattr(obj, "needs_pairs", True):
             z = self.process.sample(batch_size, generator)
             return Batch(x=self.mixing(z), z=z, generator=generator)

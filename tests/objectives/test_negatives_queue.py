@@ -134,3 +134,39 @@ def test_the_registered_kinds_build_a_queue_and_draw_no_negatives(kind):
     obj = OBJECTIVES.build(OBJECTIVES.validate(spec))
     assert obj.queue_size == 64 and obj.n_negatives == 0 and obj.loss.negatives == "shared"
     assert obj.loss.symmetric
+
+
+@pytest.mark.parametrize("shared", [True, False])
+def test_detached_negatives_give_the_same_loss_and_the_gradient_through_the_pairs_only(shared):
+    f, (batch,) = _encoder(), _batches(1, 5)
+    g = torch.Generator().manual_seed(3)
+    m = 7
+    shape = (m, 3) if shared else (5, m, 3)
+    batch.x_neg = torch.randn(*shape, generator=g, dtype=torch.float64)
+    mode = "shared" if shared else "external"
+    plain = Contrastive(InfoNCE(negatives=mode), m)
+    detached = Contrastive(InfoNCE(negatives=mode), m, detach_negatives=True)
+    loss = detached(f, batch)
+    assert loss.item() == pytest.approx(plain(f, batch).item(), rel=1e-6)
+    loss.backward()
+    # reference: the negatives' features as constants
+    ref_f = _encoder()
+    h, hp = ref_f(batch.x).float(), ref_f(batch.x_pos).float()
+    with torch.no_grad():
+        neg = ref_f(batch.x_neg).float()
+    InfoNCE(negatives=mode)(h, hp, neg).backward()
+    for p, q in zip(f.parameters(), ref_f.parameters(), strict=True):
+        torch.testing.assert_close(p.grad, q.grad, rtol=1e-6, atol=1e-7)
+    with pytest.raises(ConfigError, match="detach_negatives applies to drawn negatives"):
+        Contrastive(InfoNCE(), detach_negatives=True)
+
+
+def test_detach_negatives_is_refused_without_drawn_negatives():
+    with pytest.raises(ConfigError, match="detach_negatives applies to drawn negatives"):
+        OBJECTIVES.validate({"kind": "infonce", "detach_negatives": True})
+    obj = OBJECTIVES.build(
+        OBJECTIVES.validate(
+            {"kind": "infonce", "negatives": "shared", "n_negatives": 4, "detach_negatives": True}
+        )
+    )
+    assert obj.detach_negatives and obj.n_negatives == 4

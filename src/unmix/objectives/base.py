@@ -110,6 +110,11 @@ class Contrastive(Objective):
     ``state_dict`` and a checkpoint. It is only updated in training mode with gradients on, so
     an evaluation of the loss does not change it.
 
+    ``detach_negatives`` encodes the drawn negatives (``n_negatives``, shared or per anchor)
+    without gradients: the same loss value, the gradient through the anchors and positives only
+    (each anchor is still pushed from every negative). The negatives then cost a forward pass,
+    not a forward and a backward one, and are the current network's features, unlike a queue's.
+
     Example::
 
         >>> import torch
@@ -132,6 +137,7 @@ class Contrastive(Objective):
         tau_start: float | None = None,
         tau_warmup: float = 0.0,
         queue: int = 0,
+        detach_negatives: bool = False,
     ) -> None:
         super().__init__()
         self.loss = loss
@@ -143,6 +149,12 @@ class Contrastive(Objective):
             raise ConfigError(
                 "a negatives queue is passed to the loss as its shared negatives: build the loss "
                 "with negatives='shared' and draw no negatives (n_negatives=0)."
+            )
+        self.detach_negatives = bool(detach_negatives)
+        if self.detach_negatives and not self.n_negatives:
+            raise ConfigError(
+                "detach_negatives applies to drawn negatives (n_negatives >= 1): the in-batch "
+                "ones are the pairs' own features."
             )
         self._queue: torch.Tensor | None = None  # (queue_size, n), filled from row 0
         self._queue_next = 0  # the row the next feature is written to
@@ -226,6 +238,14 @@ class Contrastive(Objective):
             if self.training and torch.is_grad_enabled():
                 self._enqueue(feats)
             return loss
+        if self.n_negatives and self.detach_negatives:  # the negatives without their gradient
+            h, h_pos = model(torch.cat([batch.x, batch.x_pos])).float().split(b)
+            neg = batch.x_neg if self.shared_negatives else batch.x_neg.flatten(0, 1)
+            with torch.no_grad():
+                h_neg = model(neg).float()
+            if not self.shared_negatives:
+                h_neg = h_neg.reshape(b, self.n_negatives, -1)
+            return self.loss(h, h_pos, h_neg)
         if self.n_negatives and self.shared_negatives:  # one encoder call for all 2B + M rows
             h, h_pos, h_neg = (
                 model(torch.cat([batch.x, batch.x_pos, batch.x_neg]))

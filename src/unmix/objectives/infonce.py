@@ -675,6 +675,7 @@ class _ContrastiveSpec(SpecBase):
     negatives: SpecNegativesMode = "in_batch"
     n_negatives: Annotated[int, Field(ge=0, le=1_000_000)] = 0
     symmetric: bool = False
+    detach_negatives: bool = False
     same_view_negatives: bool = False
     cross_view_negatives: bool = True
     include_self: bool = False
@@ -689,6 +690,11 @@ class _ContrastiveSpec(SpecBase):
         if self.negatives in ("external", "shared", "queue") and self.n_negatives < 1:
             what = "the queue's length" if self.negatives == "queue" else "the negatives drawn"
             raise ValueError(f"negatives: {self.negatives} needs n_negatives >= 1 ({what})")
+        if self.detach_negatives and self.negatives not in ("external", "shared"):
+            raise ValueError(
+                "detach_negatives applies to drawn negatives: set negatives: shared or "
+                "external (with n_negatives), or remove it"
+            )
         if self.negatives == "in_batch" and self.n_negatives:
             raise ValueError(
                 "n_negatives applies to negatives: external, shared or queue; remove it (or set "
@@ -738,6 +744,7 @@ class LpInfoNCESpec(_ContrastiveSpec):
 def _objective(
     cls: type[_ContrastiveLoss],
     n_negatives: int,
+    detach_negatives: bool = False,
     align_start: float = 1.0,
     align_warmup: float = 0.0,
     tau_start: float | None = None,
@@ -763,6 +770,7 @@ def _objective(
         loss,
         n_negatives if loss.negatives != "in_batch" and not queue else 0,
         queue=queue,
+        detach_negatives=detach_negatives,
         align_start=align_start,
         align_warmup=align_warmup,
         tau_start=tau_start if tau_warmup > 0 else None,
@@ -777,6 +785,7 @@ def infonce(
     negatives: SpecNegativesMode = "in_batch",
     n_negatives: int = 0,
     symmetric: bool = False,
+    detach_negatives: bool = False,
     same_view_negatives: bool = False,
     cross_view_negatives: bool = True,
     include_self: bool = False,
@@ -790,6 +799,7 @@ def infonce(
     return _objective(
         InfoNCE,
         n_negatives,
+        detach_negatives,
         tau=tau,
         negatives=negatives,
         symmetric=symmetric,
@@ -813,6 +823,7 @@ def lp_infonce(
     negatives: SpecNegativesMode = "in_batch",
     n_negatives: int = 0,
     symmetric: bool = False,
+    detach_negatives: bool = False,
     same_view_negatives: bool = False,
     cross_view_negatives: bool = True,
     include_self: bool = False,
@@ -826,6 +837,7 @@ def lp_infonce(
     return _objective(
         LpInfoNCE,
         n_negatives,
+        detach_negatives,
         p=p,
         q=q,
         tau=tau,
