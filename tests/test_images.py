@@ -324,3 +324,27 @@ def test_fig5_cima_trend_is_spearmans_rho_over_every_evaluation(tmp_path):
     assert f"(`c_ima_mean_jacobian`) falls as MCC rises (ρ = {rho_m:+.2f}, 6 evaluations)" in text
     (tmp_path / "run1" / "metrics.csv").write_text("step,mcc,c_ima\n0,0.5,0.1\n")
     assert "fewer than 3 evaluations" in cima_trend([rows[1]])
+
+
+def test_a_finite_data_set_draws_shared_negatives_from_its_training_images():
+    from unmix.train import train
+
+    s = _table4(**{"data.n_train": 40, "data.n_test": 32, "train.steps": 2})
+    shared = s.replace(
+        **{
+            "objective.negatives": "shared",
+            "objective.n_negatives": 6,
+            "objective.detach_negatives": True,
+        }
+    )
+    exp = Experiment.build(shared)
+    batch = exp.batch(4, exp.stream_generator("train/batches"))
+    assert batch.x_neg.shape == (6, *batch.x.shape[1:])
+    train_images = exp.data.train.images(torch.arange(40)).flatten(1)
+    for x in batch.x_neg.flatten(1):  # each negative is one of the training images
+        assert (train_images == x).all(dim=1).any()
+    assert torch.isfinite(torch.tensor(train(shared).summary["loss"]))
+    per_anchor = s.replace(**{"objective.negatives": "external", "objective.n_negatives": 3})
+    exp = Experiment.build(per_anchor)
+    with pytest.raises(ConfigError, match="set objective.negatives: shared"):
+        exp.batch(4, exp.stream_generator("train/batches"))
