@@ -201,9 +201,9 @@ class Contrastive(Objective):
         k = self.queue_size
         feats = feats.detach()[-k:]
         q = self._queue
-        if q is None or q.shape[1] != feats.shape[1] or q.device != feats.device:
-            q = self._queue = feats.new_zeros(k, feats.shape[1])
-            self._queue_next = self._queue_filled = 0
+        if q is None:
+            q = feats.new_zeros(k, feats.shape[1])
+        q = q.to(feats.device)  # a queue loaded from a checkpoint on another device
         rows = (self._queue_next + torch.arange(len(feats), device=q.device)) % k
         # out of place: the loss of this step saved the old queue for its backward
         self._queue = q.index_copy(0, rows, feats.to(q.dtype))
@@ -234,7 +234,8 @@ class Contrastive(Objective):
             feats = model(torch.cat([batch.x, batch.x_pos])).float()
             h, h_pos = feats.split(b)
             queued = self.queued()
-            loss = self.loss(h, h_pos, feats[:0].detach() if queued is None else queued)
+            neg = feats[:0].detach() if queued is None else queued.to(feats.device)
+            loss = self.loss(h, h_pos, neg)
             if self.training and torch.is_grad_enabled():
                 self._enqueue(feats)
             return loss
