@@ -170,3 +170,23 @@ def test_detach_negatives_is_refused_without_drawn_negatives():
         )
     )
     assert obj.detach_negatives and obj.n_negatives == 4
+
+
+def test_queue_warmup_keeps_the_queue_out_of_the_loss_until_its_fraction_of_the_run():
+    f, batches = _encoder(), _batches(4, 4)
+    obj = Contrastive(InfoNCE(negatives="shared"), queue=16, queue_warmup=0.5)
+    plain = Contrastive(InfoNCE())
+    for step, batch in enumerate(batches):  # a 4-step run: the queue joins at step 2
+        obj.set_progress(step, 4)
+        loss = obj(f, batch)
+        if step < 2:
+            assert torch.equal(loss, plain(f, batch))
+        else:
+            assert not torch.equal(loss, plain(f, batch))
+        assert obj.queued().shape == (min(16, 8 * (step + 1)), 2)  # filled all along
+    with pytest.raises(ConfigError, match="queue_warmup"):
+        Contrastive(InfoNCE(negatives="shared"), queue=0, queue_warmup=0.5)
+    with pytest.raises(ConfigError, match="queue_warmup is the fraction"):
+        OBJECTIVES.validate({"kind": "infonce", "queue_warmup": 0.2})
+    spec = {"kind": "infonce", "negatives": "queue", "n_negatives": 8, "queue_warmup": 0.2}
+    assert OBJECTIVES.build(OBJECTIVES.validate(spec)).queue_warmup == 0.2

@@ -106,6 +106,10 @@ class Contrastive(Objective):
     detached features of its ``2B`` images (anchors and positives) enter a first-in-first-out
     queue of ``queue`` rows, and every later step passes the queue to the loss as its shared
     negatives (the loss must be built with ``negatives='shared'``; the first step passes none).
+    ``queue_warmup`` > 0 (a fraction of the run) keeps the queue out of the loss before that
+    point (it is filled all along), so the network first spreads its features on in-batch
+    negatives: from a nearly constant network at initialisation, queued features pull every
+    anchor the same way, away from where the network was (measured: docs/images.md).
     The queue is the module's extra state (:meth:`get_extra_state`), so it travels in
     ``state_dict`` and a checkpoint. It is only updated in training mode with gradients on, so
     an evaluation of the loss does not change it.
@@ -137,6 +141,7 @@ class Contrastive(Objective):
         tau_start: float | None = None,
         tau_warmup: float = 0.0,
         queue: int = 0,
+        queue_warmup: float = 0.0,
         detach_negatives: bool = False,
     ) -> None:
         super().__init__()
@@ -156,6 +161,13 @@ class Contrastive(Objective):
                 "detach_negatives applies to drawn negatives (n_negatives >= 1): the in-batch "
                 "ones are the pairs' own features."
             )
+        if not 0 <= queue_warmup < 1 or (queue_warmup and not self.queue_size):
+            raise ConfigError(
+                f"'queue_warmup' is a fraction in [0, 1) of the run, for a negatives queue; got "
+                f"{queue_warmup!r} with queue={self.queue_size}."
+            )
+        self.queue_warmup = float(queue_warmup)
+        self._queue_on = self.queue_warmup == 0
         self._queue: torch.Tensor | None = None  # (queue_size, n), filled from row 0
         self._queue_next = 0  # the row the next feature is written to
         self._queue_filled = 0
@@ -179,6 +191,8 @@ class Contrastive(Objective):
         return self.tau_final * (self.tau_start / self.tau_final) ** (1.0 - step / end)
 
     def set_progress(self, step: int, total_steps: int) -> None:
+        if self.queue_warmup > 0:
+            self._queue_on = step >= self.queue_warmup * total_steps
         if self.align_warmup > 0:
             self.loss.align_weight = self.align_weight_at(step, total_steps)
         if self.tau_warmup > 0:
@@ -233,7 +247,7 @@ class Contrastive(Objective):
         if self.queue_size:
             feats = model(torch.cat([batch.x, batch.x_pos])).float()
             h, h_pos = feats.split(b)
-            queued = self.queued()
+            queued = self.queued() if self._queue_on else None
             neg = feats[:0].detach() if queued is None else queued.to(feats.device)
             loss = self.loss(h, h_pos, neg)
             if self.training and torch.is_grad_enabled():

@@ -684,12 +684,18 @@ class _ContrastiveSpec(SpecBase):
     align_warmup: Annotated[float, Field(ge=0, le=1, allow_inf_nan=False)] = 0.0
     tau_start: PositiveFloat | None = None
     tau_warmup: Annotated[float, Field(ge=0, le=1, allow_inf_nan=False)] = 0.0
+    queue_warmup: Annotated[float, Field(ge=0, lt=1, allow_inf_nan=False)] = 0.0
 
     @model_validator(mode="after")
     def _check_negatives(self):
         if self.negatives in ("external", "shared", "queue") and self.n_negatives < 1:
             what = "the queue's length" if self.negatives == "queue" else "the negatives drawn"
             raise ValueError(f"negatives: {self.negatives} needs n_negatives >= 1 ({what})")
+        if self.queue_warmup and self.negatives != "queue":
+            raise ValueError(
+                "queue_warmup is the fraction of the run before a negatives queue joins the "
+                "loss: set negatives: queue (with n_negatives), or remove it"
+            )
         if self.detach_negatives and self.negatives not in ("external", "shared"):
             raise ValueError(
                 "detach_negatives applies to drawn negatives: set negatives: shared or "
@@ -749,6 +755,7 @@ def _objective(
     align_warmup: float = 0.0,
     tau_start: float | None = None,
     tau_warmup: float = 0.0,
+    queue_warmup: float = 0.0,
     **loss_kwargs,
 ):
     """The registered objective around ``cls(**loss_kwargs)``: it draws ``n_negatives`` per step
@@ -770,6 +777,7 @@ def _objective(
         loss,
         n_negatives if loss.negatives != "in_batch" and not queue else 0,
         queue=queue,
+        queue_warmup=queue_warmup,
         detach_negatives=detach_negatives,
         align_start=align_start,
         align_warmup=align_warmup,
@@ -794,6 +802,7 @@ def infonce(
     align_warmup: float = 0.0,
     tau_start: float | None = None,
     tau_warmup: float = 0.0,
+    queue_warmup: float = 0.0,
 ):
     """Zimmermann et al., eq. (1), as an objective on ``(model, batch)``."""
     return _objective(
@@ -811,6 +820,7 @@ def infonce(
         align_warmup=align_warmup,
         tau_start=tau_start,
         tau_warmup=tau_warmup,
+        queue_warmup=queue_warmup,
     )
 
 
@@ -832,6 +842,7 @@ def lp_infonce(
     align_warmup: float = 0.0,
     tau_start: float | None = None,
     tau_warmup: float = 0.0,
+    queue_warmup: float = 0.0,
 ):
     """Zimmermann et al., eq. (6), as an objective on ``(model, batch)``."""
     return _objective(
@@ -851,4 +862,5 @@ def lp_infonce(
         align_warmup=align_warmup,
         tau_start=tau_start,
         tau_warmup=tau_warmup,
+        queue_warmup=queue_warmup,
     )
