@@ -108,8 +108,10 @@ class Contrastive(Objective):
     negatives (the loss must be built with ``negatives='shared'``; the first step passes none).
     ``queue_warmup`` > 0 (a fraction of the run) keeps the queue out of the loss before that
     point (it is filled all along), so the network first spreads its features on in-batch
-    negatives: from a nearly constant network at initialisation, queued features pull every
-    anchor the same way, away from where the network was (measured: docs/images.md).
+    negatives (from a nearly constant network at initialisation, queued features push every
+    anchor the same way, away from where the network was). Measured on Table 4 row 1, neither
+    start keeps the features from collapsing to one point (docs/images.md): a queue without a
+    momentum encoder is an experiment's switch, not a recipe.
     The queue is the module's extra state (:meth:`get_extra_state`), so it travels in
     ``state_dict`` and a checkpoint. It is only updated in training mode with gradients on, so
     an evaluation of the loss does not change it.
