@@ -44,7 +44,7 @@ distributed but come in dependent pairs :math:`(h_j, \tilde h_j)`.
 (``M`` per anchor) or ``(M, n)`` (shared by all anchors); ``M + 1`` candidates.
 
 ``"shared"`` — the in-batch candidates above *plus* ``M`` separately drawn negatives ``h_neg``
-``(M, n)`` shared by every anchor: a larger negative set at the cost of encoding ``M`` more
+``(M, n)`` shared by every anchor (``M = 0`` adds none): a larger negative set at the cost of encoding ``M`` more
 samples once per step (not ``B·M``), and a ``B × (B + M)`` rather than ``(B + M)²`` logit matrix —
 the cheap way to more negatives when positives are not the bottleneck. Every shared negative is an
 i.i.d. draw from :math:`p_{\text{data}}` independent of the pairs, so each anchor's candidates are
@@ -765,10 +765,11 @@ def _objective(
     **loss_kwargs,
 ):
     """The registered objective around ``cls(**loss_kwargs)``: it draws ``n_negatives`` per step
-    unless the negatives are the batch's own (or queues that many earlier features,
-    ``negatives='queue'``, passed to the loss as its ``shared`` negatives), and warms the positive term up from
-    ``align_start`` over the first ``align_warmup`` of the run, and the temperature from
-    ``tau_start`` over the first ``tau_warmup`` (module docstring)."""
+    unless the negatives are the batch's own (``negatives='queue'``: it queues that many earlier
+    features, passed to the loss as its ``shared`` negatives, after the first ``queue_warmup`` of
+    the run), and warms the positive term up from ``align_start`` over the first
+    ``align_warmup`` of the run, and the temperature from ``tau_start`` over the first
+    ``tau_warmup`` (module docstring)."""
     from unmix.objectives.base import Contrastive
 
     if align_warmup > 0 and not 0 < align_start <= 1:
