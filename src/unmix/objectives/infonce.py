@@ -59,10 +59,10 @@ passed to the loss as ``"shared"`` negatives, detached (a memory bank; Wu et al.
 independent of the current pairs, but encoded by the network of up to ``K / 2B`` steps earlier; the
 first step has no queue (in-batch candidates only; ``queue_warmup`` keeps it out for a fraction
 of the run), and the queue is part of a checkpoint, so a resumed run continues exactly.
-**Measured: it collapses Table 4 row 1** (box model, Lp distance; K = 1,024 against 127 in-batch
-negatives; docs/images.md, "Cheaper routes to more negatives"): from the first steps, and again
-when it joins at 20 % of the run, every image ends on one feature (the loss exactly
-log(1 + 127 + 1,024)). Stale negatives reward moving every feature away from where the network
+**Measured: it collapses Table 4 row 1** (box model, Lp distance; K = 256 or 1,024 against 127
+in-batch negatives; docs/images.md, "Cheaper routes to more negatives"): from the first steps,
+and again when it joins at 20 % of the run, every image ends on one feature (the loss exactly
+log(1 + 127 + K)). Stale negatives reward moving every feature away from where the network
 was, a move the in-batch candidates do not see; MoCo's momentum encoder, which keeps the queued
 features consistent, is not implemented. Treat it as an experiment's switch, not a recipe.
 
