@@ -242,3 +242,5 @@ def test_overrides_scoped_to_a_column_or_a_row_reach_only_those_runs(tmp_path):
             assert s.train.eval_every == (5 if preset.endswith("row1") else 7)
     with pytest.raises(ConfigError, match="scoped to 'identity'.*one of: supervised, unsupervised"):
         plan("zimmermann-table4", "smoke", 1, tmp_path, overrides={"identity:train.lr": 1e-3})
+    with pytest.raises(ConfigError, match="names no field after its scope"):
+        plan("zimmermann-table4", "smoke", 1, tmp_path, overrides={"unsupervised:": 3})

@@ -80,8 +80,9 @@ def split_scoped_overrides(
 ) -> tuple[dict[str, Any], dict[tuple[str, str], Any]]:
     """``overrides`` split into those for every run and those scoped to a column or a row: a key
     ``SCOPE:path`` (``unsupervised:objective.tau``, ``zimmermann-table4-row1:train.steps``)
-    applies to the runs whose column or preset is ``SCOPE``, after the unscoped ones. A scope
-    that names no planned run's column or preset is refused, naming the ones there are."""
+    applies to the runs whose column or preset is ``SCOPE``, after the unscoped ones (where a
+    column's and a row's scope set one field of a run, the later on the command line wins). A
+    scope that names no planned run's column or preset is refused, naming the ones there are."""
     common: dict[str, Any] = {}
     scoped: dict[tuple[str, str], Any] = {}
     columns = sorted({r.column for r in planned if r.column})
@@ -91,6 +92,10 @@ def split_scoped_overrides(
         if not sep:
             common[key] = value
             continue
+        if not path:
+            raise ConfigError(
+                f"override '{key}' names no field after its scope: write e.g. {scope}:train.lr=1e-3"
+            )
         if scope not in columns and scope not in presets:
             names = ", ".join(columns + presets)
             raise ConfigError(
