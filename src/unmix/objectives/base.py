@@ -246,36 +246,30 @@ class Contrastive(Objective):
 
     def forward(self, model: nn.Module, batch: Batch) -> torch.Tensor:
         b = batch.size
-        if self.queue_size:
-            feats = model(torch.cat([batch.x, batch.x_pos])).float()
-            h, h_pos = feats.split(b)
-            queued = self.queued() if self._queue_on else None
-            neg = feats[:0].detach() if queued is None else queued.to(feats.device)
-            loss = self.loss(h, h_pos, neg)
-            if self.training and torch.is_grad_enabled():
-                self._enqueue(feats)
-            return loss
-        if self.n_negatives and self.detach_negatives:  # the negatives without their gradient
-            h, h_pos = model(torch.cat([batch.x, batch.x_pos])).float().split(b)
-            neg = batch.x_neg if self.shared_negatives else batch.x_neg.flatten(0, 1)
-            with torch.no_grad():
-                h_neg = model(neg).float()
-            if not self.shared_negatives:
-                h_neg = h_neg.reshape(b, self.n_negatives, -1)
-            return self.loss(h, h_pos, h_neg)
-        if self.n_negatives and self.shared_negatives:  # one encoder call for all 2B + M rows
+        shared = self.shared_negatives
+        if self.n_negatives and shared and not self.detach_negatives:
+            # one encoder call for all 2B + M rows
             h, h_pos, h_neg = (
                 model(torch.cat([batch.x, batch.x_pos, batch.x_neg]))
                 .float()
                 .split([b, b, self.n_negatives])
             )
             return self.loss(h, h_pos, h_neg)
-        h, h_pos = model(torch.cat([batch.x, batch.x_pos])).float().split(b)  # loss in fp32
-        if self.n_negatives:
-            neg = batch.x_neg
-            h_neg = model(neg.reshape(-1, *neg.shape[2:])).float()
-            return self.loss(h, h_pos, h_neg.reshape(b, self.n_negatives, -1))
-        return self.loss(h, h_pos)
+        feats = model(torch.cat([batch.x, batch.x_pos])).float()  # the loss in fp32
+        h, h_pos = feats.split(b)
+        if self.queue_size:
+            queued = self.queued() if self._queue_on else None
+            neg = feats[:0].detach() if queued is None else queued.to(feats.device)
+            loss = self.loss(h, h_pos, neg)
+            if self.training and torch.is_grad_enabled():
+                self._enqueue(feats)
+            return loss
+        if not self.n_negatives:
+            return self.loss(h, h_pos)
+        neg = batch.x_neg if shared else batch.x_neg.flatten(0, 1)
+        with torch.set_grad_enabled(torch.is_grad_enabled() and not self.detach_negatives):
+            h_neg = model(neg).float()
+        return self.loss(h, h_pos, h_neg if shared else h_neg.reshape(b, self.n_negatives, -1))
 
 
 class SupervisedObjective(Objective):

@@ -356,7 +356,7 @@ class _ContrastiveLoss(nn.Module):
             self._fused_kernel(),
             a,
             b,
-            None if self.negatives == "in_batch" or neg is None or not len(neg) else neg,
+            neg if self.negatives != "in_batch" and len(neg) else None,
             torch.stack(extras, dim=1),
             cross=in_batch and self.cross_view_negatives,
             same=in_batch and self.same_view_negatives,
