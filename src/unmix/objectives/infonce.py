@@ -85,6 +85,27 @@ InfoNCE is decoupled + softplus(−decoupled), so the two share their many-negat
 (a saturated task keeps its repulsion). Its loss falls without bound on features of free scale,
 so a setting refuses it there (:class:`unmix.settings.Setting`).
 
+**Hard-negative weighting** (``hardness`` β ≥ 0; Robinson et al. 2021, "Contrastive learning
+with hard negative samples", their importance-weighted estimator without the debiasing term):
+each anchor's negatives enter its denominator with weights :math:`w_j = M\,
+\mathrm{softmax}_j(\beta\,s_j)`, held constant (no gradient flows through them),
+
+.. math::
+
+    \mathrm{lse}_i = \log\Bigl(e^{s_{ii}} + \sum_{j=1}^{M} w_j\,e^{s_{ij}}\Bigr), \qquad
+    \log\sum_j w_j e^{s_{ij}} = \log M + \mathrm{lse}_j((1+\beta)s_{ij}) - \mathrm{lse}_j(\beta s_{ij}),
+
+so the repulsion concentrates on the negatives closest to the anchor (each negative's gradient
+weight is :math:`\propto e^{(1+\beta)s_{ij}}`) while the positive keeps its weight at the
+temperature τ — unlike a smaller τ, which sharpens both. β = 0 is InfoNCE exactly; as β → ∞ the
+sum tends to :math:`M e^{\max_j s_{ij}}`; collapsed features still give
+``log(number of candidates)``. The ``M`` negatives are every candidate but the positive (the self
+pair included where ``include_self`` makes it one). It costs a second pass over the negatives'
+logits (computed without gradient). It estimates the denominator under the tilted
+distribution :math:`q_\beta(x^-) \propto e^{\beta s(x, x^-)}\,p(x^-)` rather than
+:math:`p_{\text{data}}`, so its minimiser is not the one of Theorems 1–5: a switch for
+experiments, measured in docs/images.md.
+
 **Alignment warm-up** (``align_weight``, and the registered kinds' ``align_start`` /
 ``align_warmup``): the positive logit enters the loss with a weight :math:`w`,
 :math:`\frac1B\sum_i(\mathrm{lse}_i - w\,s_{ii})` (the positive stays a candidate inside
@@ -179,6 +200,14 @@ def _check_tau(tau: float) -> float:
     return _check_positive_real("'tau'", tau, "the paper uses 1.0.")
 
 
+def _check_hardness(hardness: float) -> float:
+    if isinstance(hardness, numbers.Real) and not isinstance(hardness, bool) and hardness == 0:
+        return 0.0
+    return _check_positive_real(
+        "'hardness'", hardness, "0 is InfoNCE (every negative weighted alike), e.g. 1.0."
+    )
+
+
 def candidate_set_problem(
     negatives: str, cross_view_negatives: bool, same_view_negatives: bool, include_self: bool
 ) -> str | None:
@@ -221,6 +250,7 @@ class _ContrastiveLoss(nn.Module):
         fused: bool = True,
         estimator: EstimatorMode = "infonce",
         align_weight: float = 1.0,
+        hardness: float = 0.0,
     ) -> None:
         super().__init__()
         owner = type(self).__name__
@@ -228,6 +258,7 @@ class _ContrastiveLoss(nn.Module):
         self.align_weight = _check_positive_real(
             "'align_weight'", align_weight, "1.0 is InfoNCE (the positive term at full weight)."
         )
+        self.hardness = _check_hardness(hardness)
         if estimator not in ("infonce", "dv", "decoupled"):
             raise ConfigError(
                 f"'estimator' of {owner} must be 'infonce', 'dv' or 'decoupled', got {estimator!r}."
@@ -337,8 +368,9 @@ class _ContrastiveLoss(nn.Module):
                     f"{tuple(getattr(h_neg, 'shape', ()))}."
                 )
 
-    def _fused_kernel(self):
-        """The similarity kernel of the fused path (see :mod:`unmix.objectives._chunked`)."""
+    def _fused_kernel(self, tau: float | None = None):
+        """The similarity kernel of the fused path (see :mod:`unmix.objectives._chunked`), at
+        temperature ``tau`` (default: the loss's own)."""
         raise NotImplementedError
 
     def _one_direction_fused(
@@ -381,9 +413,69 @@ class _ContrastiveLoss(nn.Module):
             return torch.logsumexp(lse, dim=0) - math.log(lse.shape[0]) - w * pos.mean()
         return (lse - w * pos).mean()  # w = 1.0 multiplies exactly: InfoNCE's value
 
+    def _negatives_lse(
+        self, a: torch.Tensor, b: torch.Tensor, neg: torch.Tensor | None, scale: float
+    ) -> torch.Tensor:
+        """Per anchor, ``log Σ_j exp(scale · s_j)`` over its negatives only (the positive left
+        out; the self pair counted where ``include_self`` makes it a candidate); ``(B,)``."""
+        in_batch = self.negatives != "external"
+        if self.fused:
+            if in_batch and self.include_self:
+                extras = scale * self.pair_logits(a, a)
+            else:
+                extras = torch.full_like(a[:, 0], float("-inf"))
+            return _chunked.chunked_lse(
+                self._fused_kernel(self.tau / scale),
+                a,
+                b,
+                neg if self.negatives != "in_batch" and len(neg) else None,
+                extras.unsqueeze(1),
+                cross=in_batch and self.cross_view_negatives,
+                same=in_batch and self.same_view_negatives,
+                rows=getattr(self, "chunk_size", None),
+                floor=_LSE_FLOOR,
+            )
+        blocks = []
+        if not in_batch:
+            assert neg is not None
+            blocks.append(
+                self.cross_logits(a, neg) if neg.ndim == 2 else self.negative_logits(a, neg)
+            )
+        else:
+            minus_inf = torch.full_like(a[:, 0], float("-inf"))
+            if self.cross_view_negatives:
+                blocks.append(self.cross_logits(a, b).diagonal_scatter(minus_inf))
+            if self.same_view_negatives:
+                diag = self.pair_logits(a, a) if self.include_self else minus_inf
+                blocks.append(self.cross_logits(a, a).diagonal_scatter(diag))
+            if self.negatives == "shared" and len(neg):
+                blocks.append(self.cross_logits(a, neg))
+        return _logsumexp(scale * torch.cat(blocks, dim=1), dim=1)
+
+    def _one_direction_hard(
+        self, a: torch.Tensor, b: torch.Tensor, neg: torch.Tensor | None
+    ) -> torch.Tensor:
+        # Σ_j w_j e^{s_j} with w_j = M softmax(β s)_j held constant: its log is
+        # log M + lse((1+β)s) − lse(βs), and its gradient that of lse((1+β)s) / (1+β).
+        beta = self.hardness
+        k = 1.0 + beta
+        m = neg.shape[-2] if neg is not None else None
+        n_neg = self.n_candidates(a.shape[0], m) - int(self.estimator != "decoupled")
+        pos = self.pair_logits(a, b)
+        hard = self._negatives_lse(a, b, neg, k)
+        with torch.no_grad():
+            base = self._negatives_lse(
+                a.detach(), b.detach(), None if neg is None else neg.detach(), beta
+            )
+        neg_term = math.log(n_neg) + hard / k + (hard.detach() * (beta / k) - base)
+        lse = torch.logaddexp(self._positive_candidate(pos), neg_term)
+        return self._aggregate(lse, pos)
+
     def _one_direction(
         self, a: torch.Tensor, b: torch.Tensor, neg: torch.Tensor | None
     ) -> torch.Tensor:
+        if self.hardness:
+            return self._one_direction_hard(a, b, neg)
         if self.fused:
             return self._one_direction_fused(a, b, neg)
         # Per anchor: logsumexp over all candidates minus the positive's logit. Blocks are reduced
@@ -432,6 +524,8 @@ class _ContrastiveLoss(nn.Module):
                 f", include_self={self.include_self}"
             )
         s += f", symmetric={self.symmetric}"
+        if self.hardness:
+            s += f", hardness={self.hardness:g}"
         if self.align_weight != 1.0:
             s += f", align_weight={self.align_weight:g}"
         return s + (f", estimator={self.estimator!r}" if self.estimator != "infonce" else "")
@@ -472,8 +566,8 @@ class InfoNCE(_ContrastiveLoss):
     def negative_logits(self, a: torch.Tensor, neg: torch.Tensor) -> torch.Tensor:
         return torch.einsum("bn,bmn->bm", a, neg) / self.tau
 
-    def _fused_kernel(self):
-        return _chunked.DotKernel(self.tau)
+    def _fused_kernel(self, tau: float | None = None):
+        return _chunked.DotKernel(self.tau if tau is None else tau)
 
 
 class LpInfoNCE(_ContrastiveLoss):
@@ -528,6 +622,7 @@ class LpInfoNCE(_ContrastiveLoss):
         fused: bool = True,
         estimator: EstimatorMode = "infonce",
         align_weight: float = 1.0,
+        hardness: float = 0.0,
     ) -> None:
         super().__init__(
             tau,
@@ -539,6 +634,7 @@ class LpInfoNCE(_ContrastiveLoss):
             fused=fused,
             estimator=estimator,
             align_weight=align_weight,
+            hardness=hardness,
         )
         for name, v in (("p", p), ("q", q)):
             if v is not None:
@@ -598,10 +694,11 @@ class LpInfoNCE(_ContrastiveLoss):
             return sq * (-1.0 / self.tau)
         return self._finish(self._pairwise_power_sum(a, b))
 
-    def _fused_kernel(self):
+    def _fused_kernel(self, tau: float | None = None):
+        tau = self.tau if tau is None else tau
         if self.p == 2.0 and self.q == 2.0:
-            return _chunked.SqL2Kernel(self.tau)
-        return _chunked.PowerKernel(self.p, self.q, self.tau)
+            return _chunked.SqL2Kernel(tau)
+        return _chunked.PowerKernel(self.p, self.q, tau)
 
     def _pairwise_power_sum(self, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
         if self.p == 1.0:
@@ -691,6 +788,7 @@ class _ContrastiveSpec(SpecBase):
     tau_start: PositiveFloat | None = None
     tau_warmup: Annotated[float, Field(ge=0, le=1, allow_inf_nan=False)] = 0.0
     queue_warmup: Annotated[float, Field(ge=0, lt=1, allow_inf_nan=False)] = 0.0
+    hardness: Annotated[float, Field(ge=0, le=1e3, allow_inf_nan=False)] = 0.0
 
     @model_validator(mode="after")
     def _check_negatives(self):
@@ -810,6 +908,7 @@ def infonce(
     tau_start: float | None = None,
     tau_warmup: float = 0.0,
     queue_warmup: float = 0.0,
+    hardness: float = 0.0,
 ):
     """Zimmermann et al., eq. (1), as an objective on ``(model, batch)``."""
     return _objective(
@@ -828,6 +927,7 @@ def infonce(
         tau_start=tau_start,
         tau_warmup=tau_warmup,
         queue_warmup=queue_warmup,
+        hardness=hardness,
     )
 
 
@@ -850,6 +950,7 @@ def lp_infonce(
     tau_start: float | None = None,
     tau_warmup: float = 0.0,
     queue_warmup: float = 0.0,
+    hardness: float = 0.0,
 ):
     """Zimmermann et al., eq. (6), as an objective on ``(model, batch)``."""
     return _objective(
@@ -870,4 +971,5 @@ def lp_infonce(
         tau_start=tau_start,
         tau_warmup=tau_warmup,
         queue_warmup=queue_warmup,
+        hardness=hardness,
     )
