@@ -4,10 +4,20 @@ features (held out), and the learned head magnitude — for finished run directo
 OMP_NUM_THREADS=1 python benchmarks/feature_probe.py RUN_DIR [RUN_DIR ...]
 OMP_NUM_THREADS=1 python benchmarks/feature_probe.py --radial   # the L∞ surface itself
 OMP_NUM_THREADS=1 python benchmarks/feature_probe.py --scale RUN_DIR [RUN_DIR ...]
+OMP_NUM_THREADS=1 python benchmarks/feature_probe.py --factors RUN_DIR [RUN_DIR ...]
 
 ``--radial``: the linear R² of uniform z ∈ [0, 1]¹⁰ from its radial projection onto the cube's
 surface, (z − ½)/‖z − ½‖∞ — what a head whose outputs all lie on that surface can keep at best
 with a perfect encoder (50,000 points).
+
+``--factors``: the same per true factor (held-out linear and 10-NN R² of each factor from all
+features, on the run's own evaluation latents — the test split of an image data set), the
+correlation of every feature with every factor, and how much of each feature the factors explain
+linearly (R² of the feature from the ten factors): a feature that reads one factor shows one
+|r| near 1 and an R² near 1; one that mixes factors nonlinearly shows neither. For 3D scenes
+(``mixing.kind: scenes3d``) a last column fits each feature from the other seven factors and the
+nine entries of the object's rotation matrix R = R_z(γ)R_y(β)R_x(α) instead of the three Euler
+angles: a feature that reads the orientation as R does, not as its angles, fits better there.
 
 ``--scale``: whether an unbounded encoder inflated its output scale — the singular values of the
 affine map fitted from z to the features h on 4,096 fresh positive pairs (1 everywhere = the
@@ -48,6 +58,47 @@ def probe(path: str, n: int = 8000, fit: int = 6000) -> None:
     print(f"{path}: linear R² {lin:.3f}, 10-NN R² {knn:.3f}, head magnitude {mags or '—'}")
 
 
+def factors(path: str) -> None:
+    exp = load_run(path).model()
+    z = exp.eval_data(None if exp.data is not None else 8000)
+    h = exp.encode_eval(z).double().numpy()
+    z = z.double().numpy()
+    half = len(z) // 2
+    names = getattr(getattr(exp.mixing, "renderer", None), "factor_names", None)
+    names = names or [f"z{k}" for k in range(z.shape[1])]
+    mu, sd = h[:half].mean(0), h[:half].std(0) + 1e-12
+    hs = (h - mu) / sd  # the k-NN distance on standardised features
+    lin = LinearRegression().fit(h[:half], z[:half]).predict(h[half:])
+    knn = KNeighborsRegressor(10).fit(hs[:half], z[:half]).predict(hs[half:])
+    var = z[half:].var(0)
+    r2_lin = 1 - ((lin - z[half:]) ** 2).mean(0) / var
+    r2_knn = 1 - ((knn - z[half:]) ** 2).mean(0) / var
+    print(f"{path}: {len(z)} evaluation latents, fitted on the first half, scored on the second")
+    print(f"{'factor':>16s} {'linear R²':>10s} {'10-NN R²':>9s}")
+    for k, name in enumerate(names):
+        print(f"{name:>16s} {100 * r2_lin[k]:10.1f} {100 * r2_knn[k]:9.1f}")
+    corr = np.corrcoef(np.c_[h, z].T)[: h.shape[1], h.shape[1] :]
+    short = [n.replace("object_", "").replace("spotlight_", "sp_")[:7] for n in names]
+    print("correlation of each feature (row) with each factor (column); R² of the feature from")
+    print("the factors (linear, in sample); the feature's standard deviation")
+    rot = None
+    renderer = getattr(exp.mixing, "renderer", None)
+    if renderer is not None and list(names[3:6]) == ["object_alpha", "object_beta", "object_gamma"]:
+        from unmix.render.scenes3d import euler_xyz_matrix
+
+        angles = renderer.to_physical(torch.as_tensor(z))[:, 3:6].double()
+        rot = np.c_[z[:, :3], z[:, 6:], euler_xyz_matrix(angles).reshape(len(z), 9).numpy()]
+    tail = f"{'R² w/ R':>9s}" if rot is not None else ""
+    print(" " * 4 + "".join(f"{n:>8s}" for n in short) + f"{'R²':>8s}{'sd':>8s}" + tail)
+    for j in range(h.shape[1]):
+        r2 = LinearRegression().fit(z, h[:, j]).score(z, h[:, j])
+        cells = "".join(f"{c:8.2f}" for c in corr[j])
+        extra = ""
+        if rot is not None:
+            extra = f"{LinearRegression().fit(rot, h[:, j]).score(rot, h[:, j]):9.2f}"
+        print(f"h{j:<3d}{cells}{r2:8.2f}{h[:, j].std():8.3f}{extra}")
+
+
 def scale(path: str, n: int = 4096) -> None:
     exp = load_run(path).model()
     batch = exp.batch(n, torch.Generator().manual_seed(5))
@@ -66,6 +117,7 @@ def main() -> None:
     ap.add_argument("runs", nargs="*")
     ap.add_argument("--radial", action="store_true")
     ap.add_argument("--scale", action="store_true", help="the output scale instead of the R²s")
+    ap.add_argument("--factors", action="store_true", help="per factor, and features × factors")
     args = ap.parse_args()
     torch.set_num_threads(1)
     if args.radial:
@@ -73,6 +125,8 @@ def main() -> None:
     for path in args.runs:
         if args.scale:
             scale(path)
+        elif args.factors:
+            factors(path)
         else:
             probe(path)
 
