@@ -17,7 +17,9 @@ linearly (R² of the feature from the ten factors): a feature that reads one fac
 |r| near 1 and an R² near 1; one that mixes factors nonlinearly shows neither. For 3D scenes
 (``mixing.kind: scenes3d``) a last column fits each feature from the other seven factors and the
 nine entries of the object's rotation matrix R = R_z(γ)R_y(β)R_x(α) instead of the three Euler
-angles: a feature that reads the orientation as R does, not as its angles, fits better there.
+angles: a feature that reads the orientation as R does, not as its angles, fits better there;
+and each of R's nine entries is fitted from all features (held out, linear and 10-NN): what of
+the orientation itself, whatever its coordinates, the code keeps.
 
 ``--scale``: whether an unbounded encoder inflated its output scale — the singular values of the
 affine map fitted from z to the features h on 4,096 fresh positive pairs (1 everywhere = the
@@ -97,6 +99,21 @@ def factors(path: str) -> None:
         if rot is not None:
             extra = f"{LinearRegression().fit(rot, h[:, j]).score(rot, h[:, j]):9.2f}"
         print(f"h{j:<3d}{cells}{r2:8.2f}{h[:, j].std():8.3f}{extra}")
+    if rot is not None:
+        # can the orientation itself be read back? each entry of R from all features, held out
+        r = rot[:, -9:]
+        lin = LinearRegression().fit(h[:half], r[:half]).predict(h[half:])
+        knn = KNeighborsRegressor(10).fit(hs[:half], r[:half]).predict(hs[half:])
+        var = r[half:].var(0)
+        r2_lin = 1 - ((lin - r[half:]) ** 2).mean(0) / var
+        r2_knn = 1 - ((knn - r[half:]) ** 2).mean(0) / var
+        print("entries of R from all features, held out: linear R² / 10-NN R² [%]")
+        for a in range(3):
+            cells = "  ".join(
+                f"R{a}{b} {100 * r2_lin[3 * a + b]:5.1f} / {100 * r2_knn[3 * a + b]:5.1f}"
+                for b in range(3)
+            )
+            print("    " + cells)
 
 
 def scale(path: str, n: int = 4096) -> None:
