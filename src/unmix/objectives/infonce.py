@@ -104,7 +104,8 @@ pair included where ``include_self`` makes it one). It costs a second pass over 
 logits (computed without gradient). It estimates the denominator under the tilted
 distribution :math:`q_\beta(x^-) \propto e^{\beta s(x, x^-)}\,p(x^-)` rather than
 :math:`p_{\text{data}}`, so its minimiser is not the one of Theorems 1–5: a switch for
-experiments, measured in docs/images.md.
+experiments, measured in docs/images.md: on Table 4 row 1 (seed 0, 510 negatives an anchor)
+β = 1 moved R² / MCC by +0.3 / +0.6 points, within the spread between seeds.
 
 **Alignment warm-up** (``align_weight``, and the registered kinds' ``align_start`` /
 ``align_warmup``): the positive logit enters the loss with a weight :math:`w`,
