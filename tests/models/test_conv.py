@@ -47,6 +47,35 @@ def test_encoder_projection_widths():
     assert (single.projection.in_features, single.projection.out_features) == (256, 4)
 
 
+def test_pooled_readout_reads_the_last_map_flat_and_pooled():
+    """``pool=True``: the linear readout takes the flattened last map, then its per-channel
+    spatial mean and maximum — checked against a per-channel loop over the conv stack's output;
+    ``pool=False`` keeps the single Sequential (and so the parameter names of checkpoints)."""
+    torch.manual_seed(0)
+    bb = ConvBackbone(image_size=32, channels=(8, 16), feature_dim=6, pool=True)
+    x = torch.rand(4, 3, 32, 32)
+    m = bb.net(x - 0.5)  # (4, 16, 8, 8)
+    cols = [m.flatten(1)]
+    cols.append(torch.stack([m[:, c].mean((1, 2)) for c in range(16)], 1))
+    cols.append(torch.stack([m[:, c].amax((1, 2)) for c in range(16)], 1))
+    expect = bb.readout(torch.cat(cols, 1))
+    torch.testing.assert_close(bb(x), expect)
+    lin = bb.readout[0]
+    assert (lin.in_features, lin.out_features) == (16 * 8 * 8 + 2 * 16, 6)
+    plain = ConvBackbone(image_size=32, channels=(8, 16), feature_dim=6)
+    assert not hasattr(plain, "readout")
+    assert any(k.startswith("net.") and k.endswith(".weight") for k in plain.state_dict())
+    with pytest.raises(ConfigError, match="pool must be true or false"):
+        ConvBackbone(pool=1)
+
+
+def test_conv_pool_backbone_is_built_from_the_setting():
+    from unmix.models.builders import build_backbone
+
+    assert build_backbone("conv_pool", (3, 32, 32)).pool is True
+    assert build_backbone("conv", (3, 32, 32)).pool is False
+
+
 @pytest.mark.parametrize("size", [50, 8])
 def test_image_size_not_divisible_is_a_config_error(size):
     with pytest.raises(ConfigError, match="image_size"):

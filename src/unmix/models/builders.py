@@ -26,11 +26,12 @@ class MLPModelSpec(SpecBase):
     normalisation to ``radius``), ``box`` (L∞ normalisation with a learnable magnitude, as the
     paper describes), ``box_sigmoid`` (sigmoid(x)·b with learnable b, what the reference code
     did), ``unbounded`` (raw output). ``backbone``: ``mlp`` for vector observations; ``conv`` (a
-    4-layer conv net) or ``resnet18`` for images, followed by at most one hidden layer of
+    4-layer conv net), ``conv_pool`` (the same, its readout also given the last map's spatial mean
+    and maximum per channel) or ``resnet18`` for images, followed by at most one hidden layer of
     ``hidden[0]``·N units with LeakyReLU(``negative_slope``)."""
 
     kind: Literal["mlp"] = "mlp"
-    backbone: Literal["mlp", "conv", "resnet18"] = "mlp"
+    backbone: Literal["mlp", "conv", "conv_pool", "resnet18"] = "mlp"
     space: ModelSpace = "sphere"
     hidden: Hidden = (10, 50, 50, 50, 50, 10)
     negative_slope: Annotated[float, Field(ge=0, le=1)] = 0.01
@@ -170,7 +171,7 @@ class VAEModelSpec(SpecBase):
 
 
 def build_backbone(backbone: str, image_shape: tuple[int, int, int]) -> nn.Module:
-    """The image backbone ``backbone`` (conv or resnet18) for images of shape ``(C, H, W)``."""
+    """The image backbone ``backbone`` (conv, conv_pool or resnet18) for images of shape ``(C, H, W)``."""
     channels, height, width = image_shape
     if height != width:
         raise ConfigError(f"image backbones take square images, got {height}×{width}")
@@ -180,7 +181,7 @@ def build_backbone(backbone: str, image_shape: tuple[int, int, int]) -> nn.Modul
         return ResNet18Backbone(in_channels=channels)
     from unmix.models.conv import ConvBackbone
 
-    return ConvBackbone(in_channels=channels, image_size=height)
+    return ConvBackbone(in_channels=channels, image_size=height, pool=backbone == "conv_pool")
 
 
 @register_model("mlp", spec=MLPModelSpec)

@@ -5,6 +5,11 @@ r"""Small convolutional image encoder / decoder for 32–64 px observations.
   The input :math:`x \in [0, 1]` is centred as :math:`x - 1/2` first. No normalisation layers, so
   every sample's features depend on that sample only (in training and evaluation mode alike).
   With the defaults at 64 px: 64 → 32 → 16 → 8 → 4, a 64·4·4 = 1024-dim flatten, 256 features.
+  ``pool=True`` (backbone ``conv_pool``) also reads the last map's spatial mean and maximum per
+  channel (2·64 more inputs to the linear layer): a readout shared by every position. The
+  flatten's weights belong to one cell of the 4×4 map each, so what an object looks like (its
+  orientation, say) is otherwise learned once per cell it can occupy; the pooled channels say it
+  once, wherever the object is (ResNet-18 reads only a global average).
 * :class:`ImageEncoder` — any backbone with an integer attribute ``feature_dim`` followed by the
   paper-000 projection (Appx A.3, 3DIdent): ``Linear(feature_dim, hidden_mult·out_dim)`` →
   LeakyReLU(negative_slope) → ``Linear(→ out_dim)`` → head (:func:`unmix.models.heads.make_head`,
@@ -108,9 +113,13 @@ class ConvBackbone(nn.Module):
         channels: Sequence[int] = (32, 32, 64, 64),
         feature_dim: int = 256,
         negative_slope: float = 0.01,
+        pool: bool = False,
     ) -> None:
         super().__init__()
         owner = "ConvBackbone"
+        if not isinstance(pool, bool):
+            raise ConfigError(f"{owner}: pool must be true or false, got {pool!r}.")
+        self.pool = pool
         self.in_channels = _positive_int(in_channels, "in_channels", owner)
         self.image_size = _positive_int(image_size, "image_size", owner)
         self.feature_dim = _positive_int(feature_dim, "feature_dim", owner)
@@ -121,17 +130,24 @@ class ConvBackbone(nn.Module):
         for c in chans:
             layers += [nn.Conv2d(prev, c, 4, stride=2, padding=1), nn.LeakyReLU(negative_slope)]
             prev = c
-        layers += [
-            nn.Flatten(),
-            Linear(prev * side * side, self.feature_dim),
-            nn.LeakyReLU(negative_slope),
-        ]
-        self.net = nn.Sequential(*layers)
+        n_flat = prev * side * side
+        if not pool:  # one Sequential, as before ``pool`` existed (checkpoints keep their keys)
+            layers += [nn.Flatten(), Linear(n_flat, self.feature_dim), nn.LeakyReLU(negative_slope)]
+            self.net = nn.Sequential(*layers)
+        else:
+            self.net = nn.Sequential(*layers)
+            self.readout = nn.Sequential(
+                Linear(n_flat + 2 * prev, self.feature_dim), nn.LeakyReLU(negative_slope)
+            )
         self.channels = tuple(chans)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         check_image_batch(x, self.in_channels, self.image_size, "ConvBackbone")
-        return self.net(x - 0.5)
+        if not self.pool:
+            return self.net(x - 0.5)
+        m = self.net(x - 0.5)  # (B, C, s, s)
+        f = torch.cat([m.flatten(1), m.mean((2, 3)), m.amax((2, 3))], dim=1)
+        return self.readout(f)
 
 
 class ImageEncoder(nn.Module):
