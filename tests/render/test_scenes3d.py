@@ -365,7 +365,7 @@ def test_config_errors(r32):
         SceneRenderer(object_scale=0.0)
     with pytest.raises(ConfigError, match="two_tone must be true or false"):
         SceneRenderer(two_tone=1)
-    with pytest.raises(ConfigError, match="texture must be 'none', 'ramp', 'ramps' or 'belt'"):
+    with pytest.raises(ConfigError, match="texture must be 'none', 'ramp' or 'ramps'"):
         SceneRenderer(texture="stripes")
 
 
@@ -405,40 +405,6 @@ def test_ramp_texture_paints_the_object_only():
     ic = SceneRenderer(size=32, texture="ramps").render_buffers(u)["image"].flatten(2)
     assert torch.equal(ic[~obj], ia[~obj]) and bool((ic[obj] >= ib[obj] - 1e-6).all())
     assert float((ic[obj] - ib[obj]).max()) > 0.1
-
-
-def test_belt_texture_is_a_light_band_in_a_plane_of_the_object_frame():
-    """``texture="belt"``: the ramp's pixels mixed towards white by
-    0.8·exp(−((q·u/r − c)/h)²) for the object-frame point q — recomputed here from the
-    renderer's own buffers (hit point, rotation, position) as a slow reference."""
-    from unmix.render import scenes3d as s3
-
-    u = _u(6, 7)
-    ramp = SceneRenderer(size=32, object_scale=2.0, texture="ramp")
-    belt = SceneRenderer(size=32, object_scale=2.0, texture="belt")
-    a, b = ramp.render_buffers(u), belt.render_buffers(u)
-    assert torch.equal(a["hit"], b["hit"])
-    ia, ib = a["image"].flatten(2), b["image"].flatten(2)
-    obj = a["hit"] < len(ramp.primitives)  # (n, P)
-    assert torch.equal(ia.transpose(1, 2)[~obj], ib.transpose(1, 2)[~obj])  # ground untouched
-    pos = ramp.to_physical(u)[:, :3]
-    normal = torch.tensor(s3._BELT_NORMAL)
-    checked = 0
-    for i in range(u.shape[0]):
-        for p in torch.nonzero(obj[i]).flatten().tolist():
-            q = a["R"][i].T @ (a["point"][i, p] - pos[i])  # object frame
-            s = float(q @ normal) / ramp._bs_radius - s3._BELT_OFFSET
-            band = s3._BELT_DEPTH * math.exp(-((s / s3._BELT_HALF_WIDTH) ** 2))
-            # the radiance is albedo × irradiance; mixing the albedo towards white by `band`
-            # cannot darken a pixel, and brightens it wherever the band is strong and the
-            # pixel not already saturated
-            pa, pb = ia[i, :, p], ib[i, :, p]
-            assert bool((pb >= pa - 1e-5).all())
-            if band < 1e-6:
-                assert torch.allclose(pa, pb, atol=1e-5)
-            checked += 1
-    assert checked > 100
-    assert float((ib - ia).max()) > 0.2  # the band is visible
 
 
 def test_object_scale_grows_the_object_and_keeps_the_ground_below_it():

@@ -148,13 +148,6 @@ _TWO_TONE = {"body": (1.0, 0.0), "spout": (0.5, 0.5), "knob": (0.5, 0.5), "handl
 
 # Object-frame direction of the ``texture="ramp"`` brightness ramp (unit length).
 _RAMP_DIRECTION = (0.8, 0.6, 0.0)
-# ``texture="belt"``: the normal of the dark band's plane (unit length, orthogonal to the ramp's
-# direction), the band's offset from the rotation centre along it and its half-width (both in
-# units of the bounding radius), and how much of the albedo the band takes away at its centre.
-_BELT_NORMAL = (-0.36, 0.48, 0.8)
-_BELT_OFFSET = -0.07
-_BELT_HALF_WIDTH = 0.08
-_BELT_DEPTH = 0.8
 
 # Rotation centre of the object, in the coordinates of the primitive list below: close to the
 # centre of the smallest ball around the object, so the object turns about its middle.
@@ -261,13 +254,7 @@ class SceneRenderer:
         different over the whole object, not only at its small parts. ``"ramps"``: that ramp
         and a second one in whiteness along the object's own z axis (the albedo mixed towards
         white by :math:`0.3\,(1 + \mathrm{clip}(q_z / r, -1, 1))`): two non-parallel painted
-        directions, which fix the orientation from the pattern alone. ``"belt"``: the ramp and a
-        dark band painted across the object, off its centre, in the plane
-        :math:`q\cdot u = 0.25\,r` with :math:`u \propto (-0.36, 0.48, 0.8)` orthogonal to
-        :math:`w`: the albedo is also multiplied by
-        :math:`1 - 0.75\,\exp(-((q\cdot u / r - 0.25) / 0.12)^2)`. Brightness only, so the
-        object's hue is untouched; the band's direction across the object shows the rotation
-        about :math:`w`, which the ramp alone leaves to the object's outline.
+        directions, which fix the orientation from the pattern alone.
 
     ``render(u)`` maps unit-box factors ``(..., 10)`` (order :data:`SCENE_FACTOR_NAMES`) to a
     float32 image tensor ``(..., 3, H, W)`` in :math:`[0, 1]`. See the module docstring.
@@ -325,9 +312,9 @@ class SceneRenderer:
             )
         if not isinstance(two_tone, bool):
             raise ConfigError(f"{owner}: two_tone must be true or false, got {two_tone!r}.")
-        if texture not in ("none", "ramp", "ramps", "belt"):
+        if texture not in ("none", "ramp", "ramps"):
             raise ConfigError(
-                f"{owner}: texture must be 'none', 'ramp', 'ramps' or 'belt', got {texture!r}."
+                f"{owner}: texture must be 'none', 'ramp' or 'ramps', got {texture!r}."
             )
         self.object_scale = float(object_scale)
         self.two_tone = two_tone
@@ -623,11 +610,6 @@ class SceneRenderer:
             if self.texture == "ramps":  # and whiteness along the object's z axis
                 white = 0.3 * (1.0 + (q_obj[:, 2] * (1.0 / self._bs_radius)).clamp(-1.0, 1.0))
                 alb = alb + white[:, None] * (1.0 - alb)
-            elif self.texture == "belt":  # and a light band off the centre, across w
-                u_b = torch.tensor(_BELT_NORMAL, device=dev)
-                s_b = _dot(q_obj, u_b) * (1.0 / self._bs_radius) - _BELT_OFFSET
-                band = _BELT_DEPTH * torch.exp(-((s_b / _BELT_HALF_WIDTH) ** 2))
-                alb = alb + band[:, None] * (1.0 - alb)
         rad[on, :, op] = alb * irr_o
         rad = rad.clamp_(0.0, 1.0)
         k2 = self.antialias**2
