@@ -9,7 +9,8 @@ r"""Small convolutional image encoder / decoder for 32–64 px observations.
   channel (2·64 more inputs to the linear layer): a readout shared by every position. The
   flatten's weights belong to one cell of the 4×4 map each, so what an object looks like (its
   orientation, say) is otherwise learned once per cell it can occupy; the pooled channels say it
-  once, wherever the object is (ResNet-18 reads only a global average).
+  once, wherever the object is (ResNet-18 reads only a global average). On Table 4's quick scene
+  it read the rotation angles no better than ``conv`` (a supervised probe, docs/images.md).
 * :class:`ImageEncoder` — any backbone with an integer attribute ``feature_dim`` followed by the
   paper-000 projection (Appx A.3, 3DIdent): ``Linear(feature_dim, hidden_mult·out_dim)`` →
   LeakyReLU(negative_slope) → ``Linear(→ out_dim)`` → head (:func:`unmix.models.heads.make_head`,
