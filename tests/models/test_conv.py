@@ -65,6 +65,8 @@ def test_pooled_readout_reads_the_last_map_flat_and_pooled():
     plain = ConvBackbone(image_size=32, channels=(8, 16), feature_dim=6)
     assert not hasattr(plain, "readout")
     assert any(k.startswith("net.") and k.endswith(".weight") for k in plain.state_dict())
+    # convs at net.0 / net.2, Flatten at net.4, the Linear readout at net.5: the old names
+    assert {"net.0.weight", "net.2.weight", "net.5.weight"} <= set(plain.state_dict())
     with pytest.raises(ConfigError, match="pool must be true or false"):
         ConvBackbone(pool=1)
 

@@ -132,23 +132,21 @@ class ConvBackbone(nn.Module):
             layers += [nn.Conv2d(prev, c, 4, stride=2, padding=1), nn.LeakyReLU(negative_slope)]
             prev = c
         n_flat = prev * side * side
-        if not pool:  # one Sequential, as before ``pool`` existed (checkpoints keep their keys)
-            layers += [nn.Flatten(), Linear(n_flat, self.feature_dim), nn.LeakyReLU(negative_slope)]
-            self.net = nn.Sequential(*layers)
-        else:
-            self.net = nn.Sequential(*layers)
+        if pool:
             self.readout = nn.Sequential(
                 Linear(n_flat + 2 * prev, self.feature_dim), nn.LeakyReLU(negative_slope)
             )
+        else:  # the readout inside ``net``, as before ``pool`` existed (checkpoints keep their keys)
+            layers += [nn.Flatten(), Linear(n_flat, self.feature_dim), nn.LeakyReLU(negative_slope)]
+        self.net = nn.Sequential(*layers)
         self.channels = tuple(chans)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         check_image_batch(x, self.in_channels, self.image_size, "ConvBackbone")
+        m = self.net(x - 0.5)  # features, or with ``pool`` the last map (B, C, s, s)
         if not self.pool:
-            return self.net(x - 0.5)
-        m = self.net(x - 0.5)  # (B, C, s, s)
-        f = torch.cat([m.flatten(1), m.mean((2, 3)), m.amax((2, 3))], dim=1)
-        return self.readout(f)
+            return m
+        return self.readout(torch.cat([m.flatten(1), m.mean((2, 3)), m.amax((2, 3))], dim=1))
 
 
 class ImageEncoder(nn.Module):
