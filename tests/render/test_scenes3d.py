@@ -365,7 +365,7 @@ def test_config_errors(r32):
         SceneRenderer(object_scale=0.0)
     with pytest.raises(ConfigError, match="two_tone must be true or false"):
         SceneRenderer(two_tone=1)
-    with pytest.raises(ConfigError, match="texture must be 'none', 'ramp' or 'ramps'"):
+    with pytest.raises(ConfigError, match="texture must be one of 'none', 'ramp', 'ramps'"):
         SceneRenderer(texture="stripes")
 
 
@@ -405,6 +405,45 @@ def test_ramp_texture_paints_the_object_only():
     ic = SceneRenderer(size=32, texture="ramps").render_buffers(u)["image"].flatten(2)
     assert torch.equal(ic[~obj], ia[~obj]) and bool((ic[obj] >= ib[obj] - 1e-6).all())
     assert float((ic[obj] - ib[obj]).max()) > 0.1
+
+
+def test_ramp_cap_whitens_exactly_the_cap_of_the_ramp():
+    """``texture="ramp_cap"`` = the ramp, with the albedo ρ mixed to ρ + 0.75 (1 − ρ) where the
+    object-frame surface point q has q · w_cap > 0.2 r. Checked pixel by pixel against a
+    reconstruction from the buffers: the cap's set from the hit points, and its values from the
+    plain render (colour · E, E the irradiance) and the object colour (stdlib colorsys)."""
+
+    from unmix.render.scenes3d import _CAP_DIRECTION, _RAMP_DIRECTION
+
+    u = _u(12, 8)
+    plain = SceneRenderer(size=32, object_scale=3.0)
+    ramp = SceneRenderer(size=32, object_scale=3.0, texture="ramp")
+    cap = SceneRenderer(size=32, object_scale=3.0, texture="ramp_cap")
+    assert abs(float(np.dot(_CAP_DIRECTION, _RAMP_DIRECTION))) < 1e-12
+    a, b, c = plain.render_buffers(u), ramp.render_buffers(u), cap.render_buffers(u)
+    assert torch.equal(b["hit"], c["hit"])
+    on = b["hit"] < len(ramp.primitives)  # (n, P)
+    phys = ramp.to_physical(u)
+    q = torch.einsum("nji,npj->npi", b["R"], b["point"] - phys[:, None, :3])  # R^T (p - centre)
+    r = ramp._bs_radius
+    in_cap = on & (q @ torch.tensor(_CAP_DIRECTION) > 0.2 * r)
+    ia, ib, ic = (x["image"].flatten(2) for x in (a, b, c))  # (n, 3, P)
+    mask = in_cap.unsqueeze(1).expand_as(ib)
+    assert torch.equal(ib[~mask], ic[~mask])  # ground and the rest of the object unchanged
+    frac = float(in_cap.sum() / on.sum())
+    assert 0.05 < frac < 0.6, frac  # the cap is a visible part of the object, not all of it
+    # values: colour from the object hue, E = plain / colour, ρ = gain · colour (the ramp)
+    hue = (phys[:, 7] / (2 * math.pi)) % 1.0
+    colour = torch.tensor([colorsys.hsv_to_rgb(float(h), 1.0, 1.0) for h in hue])  # (n, 3)
+    colour = colour[:, :, None].expand_as(ib)
+    gain = (0.55 + 0.45 * (q @ torch.tensor(_RAMP_DIRECTION) / r).clamp(-1, 1))[:, None]
+    rho = gain.expand_as(ib) * colour
+    irr = ia / colour.clamp_min(1e-6)
+    ok = mask & (colour > 0.3) & (ia < 0.99) & (ic < 0.99)  # nothing clipped, E recoverable
+    assert int(ok.sum()) > 100
+    expected = (rho + 0.75 * (1.0 - rho)) * irr
+    assert torch.allclose(ic[ok], expected[ok], atol=1e-4)
+    assert bool((ic[mask] >= ib[mask] - 1e-6).all()) and float((ic - ib)[mask].max()) > 0.3
 
 
 def test_object_scale_grows_the_object_and_keeps_the_ground_below_it():

@@ -56,14 +56,14 @@ class SpritesSpec(SpecBase):
 class Scenes3DSpec(SpecBase):
     """A 3DIdent-like scene (10 factors), ``image_size`` px; ``antialias`` sub-pixel rays per
     pixel side, ``object_scale`` the object's size, ``two_tone`` contrasting albedos on its small
-    asymmetric parts, ``texture: ramp | ramps`` one or two ramps painted on the object (see :class:`~unmix.render.SceneRenderer`)."""
+    asymmetric parts, ``texture: ramp | ramps | ramp_cap`` patterns painted on the object (see :class:`~unmix.render.SceneRenderer`)."""
 
     kind: Literal["scenes3d"] = "scenes3d"
     image_size: Annotated[int, Field(ge=8, le=512)] = 64
     antialias: Annotated[int, Field(ge=1, le=8)] = 1
     object_scale: Annotated[float, Field(ge=0.1, le=4.0)] = 1.4
     two_tone: bool = False
-    texture: Literal["none", "ramp", "ramps"] = "none"
+    texture: Literal["none", "ramp", "ramps", "ramp_cap"] = "none"
 
 
 @register_mixing("sprites", spec=SpritesSpec, renderer_dim=4)

@@ -76,7 +76,7 @@ import torch
 from unmix.errors import ConfigError
 from unmix.render.sprites import _check_size, as_factor_tensor, hsv_to_rgb
 
-__all__ = ["SCENE_FACTOR_NAMES", "SceneRenderer"]
+__all__ = ["SCENE_FACTOR_NAMES", "TEXTURES", "SceneRenderer"]
 
 #: Factor order of :class:`SceneRenderer` (3DIdent's ``latents.npy`` order).
 SCENE_FACTOR_NAMES: tuple[str, ...] = (
@@ -91,6 +91,9 @@ SCENE_FACTOR_NAMES: tuple[str, ...] = (
     "spotlight_hue",
     "ground_hue",
 )
+
+#: Values of :class:`SceneRenderer`'s ``texture`` (see its docstring).
+TEXTURES: tuple[str, ...] = ("none", "ramp", "ramps", "ramp_cap")
 
 _HALF_PI = math.pi / 2
 _RANGES = [(-3.0, 3.0)] * 3 + [(-_HALF_PI, _HALF_PI)] * 7
@@ -148,6 +151,12 @@ _TWO_TONE = {"body": (1.0, 0.0), "spout": (0.5, 0.5), "knob": (0.5, 0.5), "handl
 
 # Object-frame direction of the ``texture="ramp"`` brightness ramp (unit length).
 _RAMP_DIRECTION = (0.8, 0.6, 0.0)
+# ``texture="ramp_cap"``: a white cap where q . w_cap > _CAP_LEVEL * r (w_cap orthogonal to the
+# ramp's direction, unit length; r the bounding radius), the albedo mixed towards white by
+# _CAP_WHITE. At the level 0.2 the cap covers the outer ≈ 28 % of the body's extent along w_cap.
+_CAP_DIRECTION = (-0.6, 0.8, 0.0)
+_CAP_LEVEL = 0.2
+_CAP_WHITE = 0.75
 
 # Rotation centre of the object, in the coordinates of the primitive list below: close to the
 # centre of the smallest ball around the object, so the object turns about its middle.
@@ -254,7 +263,11 @@ class SceneRenderer:
         different over the whole object, not only at its small parts. ``"ramps"``: that ramp
         and a second one in whiteness along the object's own z axis (the albedo mixed towards
         white by :math:`0.3\,(1 + \mathrm{clip}(q_z / r, -1, 1))`): two non-parallel painted
-        directions, which fix the orientation from the pattern alone.
+        directions, which fix the orientation from the pattern alone. ``"ramp_cap"``: the
+        ramp and a white cap, the albedo :math:`\rho` mixed to :math:`\rho + 0.75\,(1-\rho)`
+        where :math:`q\cdot w_{\mathrm{cap}} > 0.2\,r`, :math:`w_{\mathrm{cap}} = (-0.6, 0.8, 0)`
+        orthogonal to the ramp: the ramp shows where :math:`w` points, the cap's outline the
+        turn about :math:`w` (docs/images.md measures what each reads).
 
     ``render(u)`` maps unit-box factors ``(..., 10)`` (order :data:`SCENE_FACTOR_NAMES`) to a
     float32 image tensor ``(..., 3, H, W)`` in :math:`[0, 1]`. See the module docstring.
@@ -312,9 +325,10 @@ class SceneRenderer:
             )
         if not isinstance(two_tone, bool):
             raise ConfigError(f"{owner}: two_tone must be true or false, got {two_tone!r}.")
-        if texture not in ("none", "ramp", "ramps"):
+        if texture not in TEXTURES:
             raise ConfigError(
-                f"{owner}: texture must be 'none', 'ramp' or 'ramps', got {texture!r}."
+                f"{owner}: texture must be one of {', '.join(map(repr, TEXTURES))}, "
+                f"got {texture!r}."
             )
         self.object_scale = float(object_scale)
         self.two_tone = two_tone
@@ -610,6 +624,10 @@ class SceneRenderer:
             if self.texture == "ramps":  # and whiteness along the object's z axis
                 white = 0.3 * (1.0 + (q_obj[:, 2] * (1.0 / self._bs_radius)).clamp(-1.0, 1.0))
                 alb = alb + white[:, None] * (1.0 - alb)
+            elif self.texture == "ramp_cap":  # and a white cap along w_cap
+                w_cap = torch.tensor(_CAP_DIRECTION, device=dev)
+                cap = (_dot(q_obj, w_cap) > _CAP_LEVEL * self._bs_radius)[:, None]
+                alb = torch.where(cap, alb + _CAP_WHITE * (1.0 - alb), alb)
         rad[on, :, op] = alb * irr_o
         rad = rad.clamp_(0.0, 1.0)
         k2 = self.antialias**2
