@@ -67,13 +67,22 @@ class ThreeDIdentSpec(DataSpecBase):
         return self
 
 
+# Mixing fields added after stores were written; left out of the key at their default so that a
+# store rendered before the field existed keeps its name (its pixels are those of the default).
+_ADDED_MIXING_FIELDS: dict[str, Any] = {"spot_cone": 35.0}
+
+
 def data_key(setting: Any) -> str:
     """A short name for a rendered data set: renderer, size, split sizes, data seed and a hash of
     everything that changes its pixels or latents (latent spec, mixing spec, seed, sizes)."""
     data = setting.data
+    mixing = setting.mixing.model_dump(mode="json")
+    for name, default in _ADDED_MIXING_FIELDS.items():  # at their default: the older stores' key
+        if mixing.get(name, default) == default:
+            mixing.pop(name, None)
     ident = {
         "latent": setting.latent.identity(),
-        "mixing": setting.mixing.model_dump(mode="json"),
+        "mixing": mixing,
         "seed": setting.seeds.data,
         "n": [data.n_train, data.n_test],
     }

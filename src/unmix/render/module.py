@@ -56,7 +56,8 @@ class SpritesSpec(SpecBase):
 class Scenes3DSpec(SpecBase):
     """A 3DIdent-like scene (10 factors), ``image_size`` px; ``antialias`` sub-pixel rays per
     pixel side, ``object_scale`` the object's size, ``two_tone`` contrasting albedos on its small
-    asymmetric parts, ``texture: ramp | ramps | ramp_cap`` patterns painted on the object (see :class:`~unmix.render.SceneRenderer`)."""
+    asymmetric parts, ``texture: ramp | ramps | ramp_cap`` patterns painted on the object, ``spot_cone`` the
+    spotlight's full cone angle in degrees (see :class:`~unmix.render.SceneRenderer`)."""
 
     kind: Literal["scenes3d"] = "scenes3d"
     image_size: Annotated[int, Field(ge=8, le=512)] = 64
@@ -64,6 +65,7 @@ class Scenes3DSpec(SpecBase):
     object_scale: Annotated[float, Field(ge=0.1, le=4.0)] = 1.4
     two_tone: bool = False
     texture: Literal["none", "ramp", "ramps", "ramp_cap"] = "none"
+    spot_cone: Annotated[float, Field(ge=10.0, le=120.0)] = 35.0
 
 
 @register_mixing("sprites", spec=SpritesSpec, renderer_dim=4)
@@ -82,6 +84,7 @@ def scenes3d(
     object_scale: float = 1.4,
     two_tone: bool = False,
     texture: str = "none",
+    spot_cone: float = 35.0,
 ) -> RenderMixing:
     """The 3D-scene renderer as a mixing (latents in the unit box [0, 1]^10)."""
     from unmix.render.scenes3d import SceneRenderer
@@ -93,6 +96,7 @@ def scenes3d(
             object_scale=object_scale,
             two_tone=two_tone,
             texture=texture,
+            spot_cone=spot_cone,
         )
     )
 

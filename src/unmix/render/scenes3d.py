@@ -268,6 +268,10 @@ class SceneRenderer:
         where :math:`q\cdot w_{\mathrm{cap}} > 0.2\,r`, :math:`w_{\mathrm{cap}} = (-0.6, 0.8, 0)`
         orthogonal to the ramp: the ramp shows where :math:`w` points, the cap's outline the
         turn about :math:`w` (docs/images.md measures what each reads).
+    spot_cone:
+        The spotlight's full cone angle in degrees (35, 3DIdent's value, by default). A larger
+        object covers more of the cone, so less ground is lit in the light's colour; a wider
+        cone gives that lit ground back (docs/images.md).
 
     ``render(u)`` maps unit-box factors ``(..., 10)`` (order :data:`SCENE_FACTOR_NAMES`) to a
     float32 image tensor ``(..., 3, H, W)`` in :math:`[0, 1]`. See the module docstring.
@@ -298,6 +302,7 @@ class SceneRenderer:
         object_scale: float = 1.4,
         two_tone: bool = False,
         texture: str = "none",
+        spot_cone: float = 35.0,
     ) -> None:
         owner = "SceneRenderer"
         self.size = _check_size(size, owner)
@@ -330,6 +335,19 @@ class SceneRenderer:
                 f"{owner}: texture must be one of {', '.join(map(repr, TEXTURES))}, "
                 f"got {texture!r}."
             )
+        if (
+            isinstance(spot_cone, bool)
+            or not isinstance(spot_cone, int | float)
+            or not 10.0 <= spot_cone <= 120.0
+        ):
+            raise ConfigError(
+                f"{owner}: spot_cone must be the spotlight's full cone angle in degrees, in "
+                f"[10, 120] (35 default), got {spot_cone!r}."
+            )
+        # an instance attribute shadows the class's 35° (3DIdent's value) only when it differs
+        if float(spot_cone) != 35.0:
+            self.cone_half_angle = math.radians(float(spot_cone)) / 2
+        self.spot_cone = float(spot_cone)
         self.object_scale = float(object_scale)
         self.two_tone = two_tone
         self.texture = texture
