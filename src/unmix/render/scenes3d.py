@@ -31,8 +31,9 @@ The order is that of 3DIdent's ``latents.npy``. Conventions:
   yellow-green) without wrapping around — the colour map is injective. HSV value is 1.
 * **Spotlight** sits at :math:`(4\sin\phi, -4\cos\phi, 7)` for the angle :math:`\phi`: a
   horizontal half circle of radius 4 on the camera's side of the scene, 7 units above the world
-  origin. It always aims at the object's centre, has a 35° cone (full angle; ``spot_cone``) with a soft rim
-  (the outer 10 % of the half-angle, cf. Blender's ``spot_blend = 0.1``), and constant falloff.
+  origin. It always aims at the object's centre, has a 35° cone (full angle; ``spot_cone``)
+  with a soft rim (the outer 10 % of the half-angle, cf. Blender's ``spot_blend = 0.1``), and
+  constant falloff.
 * **Shading** is Lambertian. The radiance of a surface point :math:`p` with normal :math:`n` and
   albedo :math:`\rho` is
 
