@@ -448,8 +448,9 @@ def test_ramp_cap_whitens_exactly_the_cap_of_the_ramp():
 
 def test_spot_cone_widens_the_lit_ground_and_keeps_the_default_scene():
     """``spot_cone`` is the light's full cone angle: 35° renders exactly the default scene, a
-    wider cone lights more ground (the cone term is > 0 on more ground rays), and the data
-    store of a default-cone setting keeps the name it had before the field existed."""
+    wider cone lights more ground (the cone term is > 0 on more ground rays), and a setting
+    at the default cone has the data-store key of one that does not name the field (so stores
+    rendered before the field existed keep their names), a wider one its own."""
     u = _u(8, 9)
     base = SceneRenderer(size=32, object_scale=3.0)
     same = SceneRenderer(size=32, object_scale=3.0, spot_cone=35)
