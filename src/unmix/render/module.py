@@ -56,8 +56,9 @@ class SpritesSpec(SpecBase):
 class Scenes3DSpec(SpecBase):
     """A 3DIdent-like scene (10 factors), ``image_size`` px; ``antialias`` sub-pixel rays per
     pixel side, ``object_scale`` the object's size, ``two_tone`` contrasting albedos on its small
-    asymmetric parts, ``texture: ramp | ramps | ramp_cap`` patterns painted on the object, ``spot_cone`` the
-    spotlight's full cone angle in degrees (see :class:`~unmix.render.SceneRenderer`)."""
+    asymmetric parts, ``texture: ramp | ramps | ramp_cap`` patterns painted on the object,
+    ``spot_cone`` the spotlight's full cone angle in degrees (see
+    :class:`~unmix.render.SceneRenderer`)."""
 
     kind: Literal["scenes3d"] = "scenes3d"
     image_size: Annotated[int, Field(ge=8, le=512)] = 64

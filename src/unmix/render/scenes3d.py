@@ -285,7 +285,6 @@ class SceneRenderer:
     ground_z = -5.3
     light_radius = 4.0
     light_height = 7.0
-    cone_half_angle = math.radians(35.0) / 2
     cone_blend = 0.1
     ambient = 0.3
     spot_gain = 1.1
@@ -345,10 +344,8 @@ class SceneRenderer:
                 f"{owner}: spot_cone must be the spotlight's full cone angle in degrees, in "
                 f"[10, 120] (35 default), got {spot_cone!r}."
             )
-        # an instance attribute shadows the class's 35° (3DIdent's value) only when it differs
-        if float(spot_cone) != 35.0:
-            self.cone_half_angle = math.radians(float(spot_cone)) / 2
         self.spot_cone = float(spot_cone)
+        self.cone_half_angle = math.radians(self.spot_cone) / 2
         self.object_scale = float(object_scale)
         self.two_tone = two_tone
         self.texture = texture
