@@ -164,6 +164,11 @@ _CAP_WHITE = 0.75
 _OBJECT_ORIGIN = (0.12, 0.0, 0.2)
 
 
+def _is_number_in(value: object, low: float, high: float) -> bool:
+    """Whether ``value`` is an int or float (not a bool) in ``[low, high]``."""
+    return isinstance(value, int | float) and not isinstance(value, bool) and low <= value <= high
+
+
 def default_object(scale: float = 1.0) -> list[Primitive]:
     """The asymmetric teapot-like compound used by :class:`SceneRenderer` (object frame, z up).
 
@@ -319,11 +324,7 @@ class SceneRenderer:
         self.antialias = antialias
         self.shadows = bool(shadows)
         self.max_rays_per_chunk = max_rays_per_chunk
-        if (
-            isinstance(object_scale, bool)
-            or not isinstance(object_scale, int | float)
-            or not 0.1 <= object_scale <= 4.0
-        ):
+        if not _is_number_in(object_scale, 0.1, 4.0):
             raise ConfigError(
                 f"{owner}: object_scale must be a number in [0.1, 4] (1.4 default), got "
                 f"{object_scale!r}."
@@ -335,11 +336,7 @@ class SceneRenderer:
                 f"{owner}: texture must be one of {', '.join(map(repr, TEXTURES))}, "
                 f"got {texture!r}."
             )
-        if (
-            isinstance(spot_cone, bool)
-            or not isinstance(spot_cone, int | float)
-            or not 10.0 <= spot_cone <= 120.0
-        ):
+        if not _is_number_in(spot_cone, 10.0, 120.0):
             raise ConfigError(
                 f"{owner}: spot_cone must be the spotlight's full cone angle in degrees, in "
                 f"[10, 120] (35 default), got {spot_cone!r}."
