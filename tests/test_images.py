@@ -245,6 +245,15 @@ def test_table4_conditional_scale_is_the_references_at_paper_and_the_measured_on
     assert load_with_budget("zimmermann-table4-row5", "quick").latent.conditional is None
 
 
+def test_table4_report_names_the_conditional_the_budget_drew_from():
+    from unmix.papers.zimmermann.reports import table4_markdown
+
+    quick, paper = table4_markdown([], "quick", 1), table4_markdown([], "paper", 1)
+    assert "| 1 | Normal(σ=0.1) |" in quick and "| 3 | Laplace(λ=0.1) |" in quick
+    assert "| 1 | Normal(σ=0.05) |" in paper and "| 3 | Laplace(λ=0.05) |" in paper
+    assert "| 5 | Augm. |" in quick and "| 5 | Augm. |" in paper
+
+
 def test_table4_quick_supervised_column_trains_longer_on_more_images_same_test_split():
     from unmix.resolve import resolve
 
