@@ -34,6 +34,7 @@ import torch
 from sklearn.linear_model import LinearRegression
 from sklearn.neighbors import KNeighborsRegressor
 
+from unmix.models.heads import BoxHead
 from unmix.results import load_run
 
 
@@ -42,6 +43,13 @@ def radial() -> None:
     y = z - 0.5
     h = y / np.abs(y).max(axis=1, keepdims=True)
     print(f"radial L∞ projection: linear R² {LinearRegression().fit(h, z).score(h, z):.4f}")
+
+
+def face_share(h: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """The share of the rows of ``h`` = b ⊙ y/‖y‖∞ that lie on each feature's face: the feature
+    j with |h_j| / b_j = 1, the largest of |y| (ties go to the first)."""
+    face = np.abs(h / b).argmax(1)
+    return np.bincount(face, minlength=h.shape[1]) / len(h)
 
 
 def probe(path: str, n: int = 8000, fit: int = 6000) -> None:
@@ -99,6 +107,13 @@ def factors(path: str) -> None:
         if rot is not None:
             extra = f"{LinearRegression().fit(rot, h[:, j]).score(rot, h[:, j]):9.2f}"
         print(f"h{j:<3d}{cells}{r2:8.2f}{h[:, j].std():8.3f}{extra}")
+    head = getattr(exp.encoder, "head", None)
+    if isinstance(head, BoxHead):
+        # ẑ = b ⊙ y/‖y‖∞ lies on a face of the box: the one of the largest |y_j|. A feature that is
+        # that maximum for nearly every image is stuck at ±b_j and carries nothing (a locked face)
+        share = face_share(h, head.magnitude.detach().double().numpy())
+        print("L∞ head: share of images on each feature's face (|ĥ_j| = b_j) [%]:")
+        print("    " + " ".join(f"h{j} {100 * v:.1f}" for j, v in enumerate(share)))
     if rot is not None:
         # can the orientation itself be read back? each entry of R from all features, held out
         r = rot[:, -9:]
