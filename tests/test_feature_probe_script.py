@@ -1,4 +1,4 @@
-"""benchmarks/feature_probe.py: the L∞ head's face share (docs/images.md, "A locked face")."""
+"""benchmarks/feature_probe.py: the L∞ head's face share (docs/images.md, "Why seed 2 leaves α out")."""
 
 import importlib.util
 from pathlib import Path
