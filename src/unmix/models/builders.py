@@ -53,9 +53,21 @@ class MLPModelSpec(SpecBase):
         description="Standardise x per dimension with a fixed mean/std taken from 4096 draws of "
         "the data seed (a preprocessing step, not a trained layer).",
     )
+    standardize_output: bool = Field(
+        default=False,
+        description="space: box only. Standardise each raw output over the batch (BatchNorm "
+        "without affine parameters; running statistics at evaluation) before the L∞ "
+        "normalisation, so that no output can lie on its face for nearly every input "
+        "(a locked face pins that feature at ±b; docs/images.md).",
+    )
 
     @model_validator(mode="after")
     def _check(self) -> MLPModelSpec:
+        if self.standardize_output and self.space != "box":
+            raise ValueError(
+                f"standardize_output is the L∞ box head's (space: box), not space '{self.space}': "
+                "set it to false or use space: box"
+            )
         if self.backbone != "mlp":
             if len(self.hidden) > 1:
                 raise ValueError(
@@ -197,6 +209,7 @@ def mlp(
     radius: float = 1.0,
     learn_radius: bool = False,
     learn_magnitude: bool = True,
+    standardize_output: bool = False,
 ) -> nn.Module:
     from unmix.models.encoders import MLPEncoder
 
@@ -214,9 +227,18 @@ def mlp(
             radius=radius,
             learn_radius=learn_radius,
             learn_magnitude=learn_magnitude,
+            standardize_output=standardize_output,
         )
     return MLPEncoder(
-        in_dim, out_dim, hidden, negative_slope, space, radius, learn_radius, learn_magnitude
+        in_dim,
+        out_dim,
+        hidden,
+        negative_slope,
+        space,
+        radius,
+        learn_radius,
+        learn_magnitude,
+        standardize_output,
     )
 
 

@@ -162,6 +162,7 @@ class ImageEncoder(nn.Module):
         radius: float = 1.0,
         learn_radius: bool = False,
         learn_magnitude: bool = True,
+        standardize_output: bool = False,
     ) -> None:
         super().__init__()
         owner = "ImageEncoder"
@@ -192,7 +193,9 @@ class ImageEncoder(nn.Module):
                 nn.LeakyReLU(negative_slope),
                 Linear(width, self.out_dim),
             )
-        self.head = make_head(space, self.out_dim, radius, learn_radius, learn_magnitude)
+        self.head = make_head(
+            space, self.out_dim, radius, learn_radius, learn_magnitude, standardize_output
+        )
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         f = self.backbone(x)

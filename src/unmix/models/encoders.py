@@ -38,6 +38,7 @@ class MLPEncoder(nn.Module):
         radius: float = 1.0,
         learn_radius: bool = False,
         learn_magnitude: bool = True,
+        standardize_output: bool = False,
     ) -> None:
         super().__init__()
         widths = [in_dim, *(h * in_dim for h in hidden), out_dim]
@@ -49,7 +50,9 @@ class MLPEncoder(nn.Module):
                 # activation for the backward instead of two
                 layers.append(nn.LeakyReLU(negative_slope, inplace=negative_slope > 0))
         self.backbone = nn.Sequential(*layers)
-        self.head = make_head(space, out_dim, radius, learn_radius, learn_magnitude)
+        self.head = make_head(
+            space, out_dim, radius, learn_radius, learn_magnitude, standardize_output
+        )
         self.in_dim, self.out_dim = in_dim, out_dim
         self.register_buffer("input_shift", torch.zeros(in_dim))
         self.register_buffer("input_scale", torch.ones(in_dim))
