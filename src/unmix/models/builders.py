@@ -57,7 +57,7 @@ class MLPModelSpec(SpecBase):
         default=False,
         description="space: box only. Standardise each raw output over the batch (BatchNorm "
         "without affine parameters; running statistics at evaluation) before the L∞ "
-        "normalisation, so that no output can lie on its face for nearly every input "
+        "normalisation, so that no output holds a face through a larger offset or scale "
         "(a locked face pins that feature at ±b; docs/images.md).",
     )
 

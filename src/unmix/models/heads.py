@@ -50,8 +50,9 @@ class BoxHead(nn.Module):
     output can become the largest for nearly every input: that feature is then pinned at
     :math:`\pm b_j` (its own gradient is zero on its face) and the code keeps one dimension fewer.
     Measured on Table 4's row 1 at one seed of three: 82 % of the images on one face
-    (``python benchmarks/feature_probe.py --factors RUN``; docs/images.md). Standardised outputs
-    have zero mean and unit variance each, so no output can be the largest for nearly every input.
+    (``python benchmarks/feature_probe.py --factors RUN``; docs/images.md). Standardised, every
+    output has zero mean and unit variance over the batch, so none can hold a face through a
+    larger offset or scale than the others. In training each output then depends on the batch.
 
     Example: ``BoxHead(3)(torch.tensor([[2.0, -1.0, 0.5]]))`` is ``[[1.0, -0.5, 0.25]]``.
     """
