@@ -1,6 +1,8 @@
 """Image settings end to end: renderer mixings, finite rendered data sets, image encoders and the
 image reproductions (Table 4, Fig. 5) at the smoke budget."""
 
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -246,9 +248,10 @@ def test_table4_conditional_scale_is_the_references_at_paper_and_the_measured_on
 
 
 def test_table4_report_names_the_conditional_the_budget_drew_from():
-    from unmix.papers.zimmermann.reports import table4_markdown
+    from unmix.papers.base import get_target
 
-    quick, paper = table4_markdown([], "quick", 1), table4_markdown([], "paper", 1)
+    report = get_target("zimmermann-table4").report  # what `unmix reproduce` writes
+    quick, paper = report([], Path("."), "quick", 1), report([], Path("."), "paper", 1)
     assert "| 1 | Normal(σ=0.1) |" in quick and "| 3 | Laplace(λ=0.1) |" in quick
     assert "| 1 | Normal(σ=0.05) |" in paper and "| 3 | Laplace(λ=0.05) |" in paper
     assert "| 5 | Augm. |" in quick and "| 5 | Augm. |" in paper

@@ -244,7 +244,9 @@ def _table(group: str):
                 reports.time_to_identifiability(group, rows, folder)
             )
         if group == "zimmermann-table4":
-            return reports.table4_markdown(rows, budget, seeds)
+            row1 = images.build_presets()["zimmermann-table4-row1"].setting
+            scale = (budget_rule(row1, budget) or {}).get("latent.conditional.scale")
+            return reports.table4_markdown(rows, budget, seeds, scale)
         return reports.table_markdown(group, rows, budget, seeds) + (
             reports.time_to_identifiability(group, rows, folder)
         )
