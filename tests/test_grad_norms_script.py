@@ -1,28 +1,18 @@
 """benchmarks/grad_norms.py reports the norm that ``train.grad_clip`` clips (docs/images.md)."""
 
-import importlib.util
-from pathlib import Path
-
 import torch
 
 from unmix.experiment import Experiment
 from unmix.resolve import load_with_budget
 from unmix.train import train
 
-SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "grad_norms.py"
 
-
-def _script():
-    spec = importlib.util.spec_from_file_location("grad_norms", SCRIPT)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
-def test_grad_norms_match_clip_grad_norm(tmp_path):
+def test_grad_norms_match_clip_grad_norm(tmp_path, benchmark_script):
     setting = load_with_budget("reizinger-fig5", "smoke")
     train(setting, tmp_path / "run")
-    got = _script().grad_norms(str(tmp_path / "run"), batches=2, batch_size=4, seed=5)
+    got = benchmark_script("grad_norms").grad_norms(
+        str(tmp_path / "run"), batches=2, batch_size=4, seed=5
+    )
     # independent reference: torch's own total norm, on the same batches drawn the same way
     exp = Experiment.from_run(tmp_path / "run")
     gen = torch.Generator().manual_seed(5)
